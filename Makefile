@@ -1,0 +1,38 @@
+# Set-up is idempotent: every target that runs code depends on the virtual environment.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TORCH_CPU := torch==2.13.0
+
+.PHONY: setup verify test clean bench-model prove-primitives measure-mufu
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first: the local CPU build, so nothing below pulls a multi-GB CUDA build.
+	$(PY) -m pip install -q $(TORCH_CPU)
+	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q --no-deps flashinfer-python==0.7.2.post1
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
+
+verify: $(STAMP)
+	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
+
+bench-model: $(STAMP)
+	$(PY) -m oracles.numpy_model.bench
+
+measure-mufu: $(STAMP)
+	$(PY) -m oracles.mufu measure
+
+prove-primitives: $(STAMP)
+	$(PY) -m oracles.mufu prove
+
+clean:
+	rm -rf $(VENV) build .hypothesis .pytest_cache reports
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
