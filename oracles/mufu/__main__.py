@@ -1,0 +1,256 @@
+"""Measure the MUFU tables, record the hardware sample, and prove the model over every input (GPU).
+
+    python -m oracles.mufu measure [--check]   tables + special values -> data/mufu-tables.{bin,json}
+    python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
+    python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs -> data/exhaustive-proof.json
+
+Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without .git).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+from oracles.mufu import hardware, sample, tables
+from oracles.mufu.baseline import TABLE_SIZE
+
+DATA = tables.DATA_DIR
+SAMPLE_FILE = DATA / "hardware-sample.json"
+PROOF_FILE = DATA / "exhaustive-proof.json"
+_SIGN = 0x80000000
+_MAX_LISTED = 8
+DEVICE = "cuda"
+
+
+def _synchronize():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _provenance():
+    prov = hardware.describe()
+    prov["commit"] = os.environ.get("GIT_COMMIT", "unknown")
+    prov["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return prov
+
+
+def _cuda_bits(bits):
+    return torch.from_numpy(np.asarray(bits, np.uint32).view(np.int32)).to(DEVICE).view(torch.float32)
+
+
+def _host_bits(x):
+    return x.view(torch.int32).cpu().numpy().view(np.uint32)
+
+
+def _unary_hw(name, bits):
+    return _host_bits(hardware.unary(name, _cuda_bits(bits)))
+
+
+def _measure_tables():
+    f = np.arange(TABLE_SIZE, dtype=np.uint32)
+    fraction = (f.astype(np.float64) / TABLE_SIZE).astype(np.float32)  # exact: f < 2^23
+    return {
+        "ex2_pos": _unary_hw("ex2_approx_ftz_f32", fraction.view(np.uint32)),
+        "ex2_neg": _unary_hw("ex2_approx_ftz_f32", (-fraction).view(np.uint32)),
+        "rcp": _unary_hw("rcp_approx_ftz_f32", f | np.uint32(0x3F800000)),
+    }
+
+
+def _classes():
+    fractions = np.arange(1, 1 << 23, dtype=np.uint32)
+    both = lambda m: np.concatenate([m, m | np.uint32(_SIGN)])
+    return {
+        "zeros": np.array([0, _SIGN], np.uint32),
+        "subnormals": both(fractions),
+        "infinities": np.array([0x7F800000, 0xFF800000], np.uint32),
+        "nans": both(fractions | np.uint32(0x7F800000)),
+    }
+
+
+def _distinct(bits):
+    values = np.unique(bits)
+    return {"distinct": int(values.size), "outputs": [f"0x{v:08x}" for v in values[:_MAX_LISTED]]}
+
+
+def _measure_specials():
+    """What MUFU.EX2, MUFU.RCP and FADD/FMUL write for every zero, subnormal, infinity and NaN input."""
+    seen = {name: {cls: _distinct(_unary_hw(name, x)) for cls, x in _classes().items()}
+            for name in ("ex2_approx_ftz_f32", "rcp_approx_ftz_f32")}
+    inf, one, nan = (np.array([v], np.uint32) for v in (0x7F800000, 0x3F800000, 0x7FC00000))
+    made = {
+        "add_rn(inf, -inf)": hardware.binary("add_rn", _cuda_bits(inf), _cuda_bits(inf | _SIGN)),
+        "mul_rn(0, inf)": hardware.binary("mul_rn", _cuda_bits(inf * 0), _cuda_bits(inf)),
+        "add_rn(nan, 1)": hardware.binary("add_rn", _cuda_bits(nan), _cuda_bits(one)),
+    }
+    seen["fadd_fmul"] = {k: f"0x{_host_bits(v)[0]:08x}" for k, v in made.items()}
+    nan_outputs = ({seen[n]["nans"]["outputs"][0] for n in ("ex2_approx_ftz_f32", "rcp_approx_ftz_f32")
+                    if seen[n]["nans"]["distinct"] == 1} | set(seen["fadd_fmul"].values()))
+    if len(nan_outputs) != 1 or any(seen[n]["nans"]["distinct"] != 1
+                                    for n in ("ex2_approx_ftz_f32", "rcp_approx_ftz_f32")):
+        raise SystemExit(f"NaN results are not one canonical pattern: {seen}")
+    return seen, {"nan": nan_outputs.pop()}
+
+
+def measure(check):
+    measured = _measure_tables()
+    data, meta = tables.encode(measured)
+    if check:
+        same = tables.DATA_FILE.exists() and tables.DATA_FILE.read_bytes() == data
+        print(f"re-measured tables {'equal' if same else 'DIFFER from'} {tables.DATA_FILE} byte for byte "
+              f"({len(data)} bytes, sha256 {tables.sha256(data)})")
+        return 0 if same else 1
+    seen, constants = _measure_specials()
+    tables.DATA_FILE.write_bytes(data)
+    record = {"provenance": _provenance(), "data_file": tables.DATA_FILE.name, "data_sha256": tables.sha256(data),
+              "data_bytes": len(data), "tables": meta, "model_constants": constants, "special_inputs": seen}
+    tables.PROVENANCE_FILE.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in record.items() if k != "special_inputs"}, indent=1))
+    print(json.dumps(seen, indent=1))
+    return 0
+
+
+def _hw_outputs(name, arity, inputs):
+    if arity == 1:
+        return _unary_hw(name, inputs)
+    a, b = inputs
+    return _host_bits(hardware.binary(name, _cuda_bits(a), _cuda_bits(b)))
+
+
+SAMPLED = {"ex2_approx_ftz_f32": 1, "ex2_approx_f32": 1, "rcp_approx_ftz_f32": 1, "sigmoid_f32": 1,
+           "add_rn": 2, "mul_rn": 2, "div_full_f32": 2}
+
+
+def record_sample():
+    out = {"provenance": _provenance(), "digest_chunk": sample.DIGEST_CHUNK, "primitives": {}}
+    for name, arity in SAMPLED.items():
+        strata = sample.UNARY_STRATA if arity == 1 else sample.BINARY_STRATA
+        entry = {}
+        for stratum, make in strata.items():
+            outputs = _hw_outputs(name, arity, make())
+            entry[stratum] = {"count": int(outputs.size), "digests": sample.chunk_digests(outputs)}
+            if stratum == "specials":
+                entry[stratum]["outputs"] = outputs.astype(">u4").tobytes().hex()
+        out["primitives"][name] = {"arity": arity, "strata": entry}
+        print(name, {k: v["count"] for k, v in entry.items()})
+    SAMPLE_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+_SWEEP_CHUNK = 1 << 28
+_PAIR_EXPONENTS_PER_CHUNK = 16
+_PAIR_DRAWS = 1 << 14  # per (exponent a, exponent b): 65,536 x 16,384 = 1,073,741,824 pairs
+_EDGE_SIGNIFICANDS = (0, 1, 0x400000, 0x7FFFFF)
+
+
+class _Tally:
+    """Mismatches between hardware and model; NaN inputs count as equal when both give any NaN."""
+
+    def __init__(self):
+        self.inputs = self.mismatches = self.nan_input_bit_differences = 0
+        self.first = []
+        self.start = time.perf_counter()
+
+    def add(self, inputs, hw, model):
+        input_nan = torch.zeros_like(hw, dtype=torch.bool)
+        for x in inputs:
+            input_nan |= torch.isnan(x)
+        differ = hw.view(torch.int32) != model.view(torch.int32)
+        bad = differ & ~(input_nan & torch.isnan(hw) & torch.isnan(model))
+        self.inputs += hw.numel()
+        self.mismatches += int(bad.sum())
+        self.nan_input_bit_differences += int((differ & input_nan).sum())
+        if len(self.first) < 16 and bool(bad.any()):
+            where = torch.nonzero(bad).flatten()[:16 - len(self.first)]
+            for i in where.tolist():
+                row = [f"0x{int(x.view(torch.int32)[i]) & 0xFFFFFFFF:08x}" for x in inputs]
+                self.first.append({"inputs": row, "hardware": f"0x{int(hw.view(torch.int32)[i]) & 0xFFFFFFFF:08x}",
+                                   "model": f"0x{int(model.view(torch.int32)[i]) & 0xFFFFFFFF:08x}"})
+
+    def result(self):
+        _synchronize()
+        return {"inputs": self.inputs, "mismatches": self.mismatches,
+                "nan_input_bit_differences": self.nan_input_bit_differences,
+                "first_mismatches": self.first, "seconds": round(time.perf_counter() - self.start, 2)}
+
+
+def _sweep_unary(model_fn, hw_fn):
+    tally = _Tally()
+    for start in range(0, 1 << 32, _SWEEP_CHUNK):
+        x = hardware.bit_range(start, _SWEEP_CHUNK, DEVICE)
+        tally.add([x], hw_fn(x), model_fn(x))
+    return tally.result()
+
+
+def _pair_chunk(first_exponent, generator):
+    shape = (_PAIR_EXPONENTS_PER_CHUNK, 256, _PAIR_DRAWS)
+    exp_a = torch.arange(first_exponent, first_exponent + shape[0], device=DEVICE).view(-1, 1, 1)
+    exp_b = torch.arange(256, device=DEVICE).view(1, -1, 1)
+    rand = torch.randint(0, 1 << 25, (2,) + shape, device=DEVICE, generator=generator, dtype=torch.int32)
+    edges = torch.tensor(_EDGE_SIGNIFICANDS, device=DEVICE, dtype=torch.int32)
+    k = len(_EDGE_SIGNIFICANDS)
+    significands = rand & 0x7FFFFF
+    significands[0, :, :, :k * k] = edges.repeat_interleave(k)  # every pair of edge significands
+    significands[1, :, :, :k * k] = edges.repeat(k)
+    signs = (rand >> 23) & 1
+
+    def make(i, exponent):
+        return ((signs[i] << 31) | (exponent.to(torch.int32) << 23) | significands[i]).view(torch.float32).flatten()
+
+    return make(0, exp_a.expand(shape)), make(1, exp_b.expand(shape))
+
+
+def prove():
+    from oracles import numpy_model as model
+
+    results = {}
+    for name in ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32"):
+        results[name] = _sweep_unary(getattr(model, name), lambda x, name=name: hardware.unary(name, x))
+        print(name, results[name], flush=True)
+
+    def one_like(y):
+        return torch.ones_like(y)
+
+    results["div_full_f32(1.0, y)"] = _sweep_unary(
+        lambda y: model.div_full_f32(one_like(y), y), lambda y: hardware.binary("div_full_f32", one_like(y), y))
+    print("div_full_f32(1.0, y)", results["div_full_f32(1.0, y)"], flush=True)
+    generator = torch.Generator(device=DEVICE).manual_seed(20261129)
+    tally = _Tally()
+    for first in range(0, 256, _PAIR_EXPONENTS_PER_CHUNK):
+        x, y = _pair_chunk(first, generator)
+        tally.add([x, y], hardware.binary("div_full_f32", x, y), model.div_full_f32(x, y))
+    results["div_full_f32(x, y) exponent pairs"] = tally.result()
+    print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
+    record = {"provenance": _provenance(), "table_data_sha256": tables.read_provenance()["data_sha256"],
+              "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
+                          "is compared bit for bit", "results": results}
+    PROOF_FILE.write_text(json.dumps(record, indent=1) + "\n")
+    return 0 if all(r["mismatches"] == 0 for r in results.values()) else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m oracles.mufu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("measure", help="measure the tables on this GPU")
+    p.add_argument("--check", action="store_true", help="re-measure and compare with the stored data byte for byte")
+    sub.add_parser("record-sample", help="record the hardware outputs of the stratified sample")
+    sub.add_parser("prove", help="compare the model with the hardware over every input")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        parser.error("needs a CUDA device")
+    DATA.mkdir(parents=True, exist_ok=True)
+    if args.command == "measure":
+        return measure(args.check)
+    if args.command == "record-sample":
+        return record_sample()
+    return prove()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
