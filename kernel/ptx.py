@@ -1,0 +1,248 @@
+"""Static reading of a kernel's PTX (and SASS): the float operations, the global loads around
+``griddepcontrol.wait``, and the branches after it. Plain Python over text, no GPU and no DSL needed.
+
+Shared by the kernel's own static checks and the lead's gate, which compares the float sequence with the
+Triton oracle's and the NumPy model's.
+"""
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+WAIT = "griddepcontrol.wait"
+LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
+FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f32x2", "f64"})
+# Instructions that only move float bits: not arithmetic, so not part of the float sequence.
+DATA_MOVES = frozenset({"ld", "st", "mov", "selp", "shfl", "atom", "red", "cp", "prmt"})
+_PARAM = re.compile(r"_param_(\d+)\b")
+_REGISTER = re.compile(r"%[a-z]+\d+")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    index: int           # position among the entry's instructions
+    predicate: str       # "@%p1", "@!%p2" or ""
+    opcode: str          # e.g. "add.f32", "ld.global.v4.f32"
+    operands: tuple      # operand strings as written, destination first
+
+    @property
+    def base(self):
+        return self.opcode.split(".")[0]
+
+    @property
+    def types(self):
+        return set(self.opcode.split(".")[1:])
+
+
+@dataclass(frozen=True)
+class Program:
+    """The instructions of a PTX entry in text order and the instruction index each label names."""
+
+    instructions: tuple
+    labels: dict
+
+
+def parse(ptx: str) -> Program:
+    """Parse the PTX's kernel body (comments and directives dropped; one entry expected)."""
+    insts, labels = [], {}
+    body = "\n".join(line.split("//")[0] for line in ptx.splitlines())
+    for statement in body.split(";"):
+        text = " ".join(statement.split())
+        while (label := re.match(r"^([$\w]+):", text)) is not None:
+            labels[label.group(1)] = len(insts)
+            text = text[label.end():].strip()
+        text = text.lstrip("{}").strip()
+        if not text or text.startswith((".", "}")):
+            continue
+        predicate = ""
+        if text.startswith("@"):
+            predicate, text = text.split(None, 1)
+        opcode, _, rest = text.partition(" ")
+        insts.append(Instruction(len(insts), predicate, opcode, _split_operands(rest)))
+    return Program(tuple(insts), labels)
+
+
+def instructions(ptx: str):
+    """The instructions of the PTX's kernel body in text order."""
+    return list(parse(ptx).instructions)
+
+
+def _successors(program: Program, inst: Instruction):
+    if inst.base in ("ret", "exit", "trap"):
+        return [] if not inst.predicate else [inst.index + 1]
+    if inst.base == "bra":
+        target = [program.labels[inst.operands[0]]]
+        return target if not inst.predicate else target + [inst.index + 1]
+    return [inst.index + 1]
+
+
+def reachable(program: Program, start: int, stop_opcode: str | None = None) -> set:
+    """Indices of the instructions that control can reach from instruction ``start`` (itself included),
+    never passing through an instruction whose opcode is ``stop_opcode``."""
+    seen, todo = set(), [start]
+    while todo:
+        index = todo.pop()
+        if index in seen or index >= len(program.instructions):
+            continue
+        inst = program.instructions[index]
+        seen.add(index)
+        if inst.opcode == stop_opcode and index != start:
+            seen.discard(index)
+            continue
+        todo.extend(_successors(program, inst))
+    return seen
+
+
+def _split_operands(text):
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current.strip())
+    return tuple(parts)
+
+
+def is_float_op(instruction: Instruction) -> bool:
+    """An instruction that computes with floats (arithmetic, conversion or comparison), not a data move."""
+    return bool(instruction.types & FLOAT_TYPES) and instruction.base not in DATA_MOVES
+
+
+def float_ops(ptx: str):
+    """The float operations in text order, as Instructions (opcode with every modifier, operands)."""
+    return [i for i in instructions(ptx) if is_float_op(i)]
+
+
+def float_opcodes(ptx: str):
+    """The opcodes of ``float_ops``, in order: e.g. ['sub.f32', 'mul.f32', 'ex2.approx.f32', ...]."""
+    return [i.opcode for i in float_ops(ptx)]
+
+
+def _destinations(inst):
+    """The registers an instruction writes: its first operand, a register or a {vector} of them."""
+    if not inst.operands:
+        return []
+    first = inst.operands[0]
+    if first.startswith("{"):
+        return _REGISTER.findall(first)
+    return [first] if _REGISTER.fullmatch(first) else []
+
+
+def _param_dependencies(insts):
+    """For each register, the kernel parameter indices its value derives from (fixed point over loops)."""
+    deps = {}
+    changed = True
+    while changed:
+        changed = False
+        for inst in insts:
+            sources = set()
+            for operand in inst.operands[1:]:
+                sources |= {int(n) for n in _PARAM.findall(operand)}
+                for register in _REGISTER.findall(operand):
+                    sources |= deps.get(register, set())
+            for dst in _destinations(inst):
+                if not sources <= deps.get(dst, set()):
+                    deps[dst] = deps.get(dst, set()) | sources
+                    changed = True
+    return deps
+
+
+@dataclass(frozen=True)
+class GlobalLoad:
+    instruction: Instruction
+    params: frozenset     # kernel parameter indices the address derives from
+    before_wait: bool     # reachable from the entry without passing griddepcontrol.wait
+    after_wait: bool      # reachable from griddepcontrol.wait
+
+
+def wait_index(program: Program) -> int:
+    """Index of the only ``griddepcontrol.wait`` (ValueError unless there is exactly one)."""
+    waits = [inst.index for inst in program.instructions if inst.opcode == WAIT]
+    if len(waits) != 1:
+        raise ValueError(f"expected one {WAIT} in the PTX, found {len(waits)}")
+    return waits[0]
+
+
+def wait_regions(program: Program):
+    """(instructions reachable before the wait, instructions reachable after it), over the control flow."""
+    wait = wait_index(program)
+    return reachable(program, 0, stop_opcode=WAIT), reachable(program, wait) - {wait}
+
+
+def global_loads(ptx: str):
+    """Every global (or generic) load of the kernel, with the kernel parameters its address derives from and
+    where it stands relative to ``griddepcontrol.wait`` on the control flow."""
+    program = parse(ptx)
+    before, after = wait_regions(program)
+    deps = _param_dependencies(program.instructions)
+    loads = []
+    for inst in program.instructions:
+        if inst.base != "ld" or inst.types & {"param", "shared", "local", "const"}:
+            continue
+        address = inst.operands[-1].strip("[]").split("+")[0]
+        loads.append(GlobalLoad(inst, frozenset(deps.get(address, set())), inst.index in before,
+                                inst.index in after))
+    return loads
+
+
+def branches_after_wait(ptx: str):
+    """The branch instructions control can reach after ``griddepcontrol.wait``."""
+    program = parse(ptx)
+    _, after = wait_regions(program)
+    return [program.instructions[i] for i in sorted(after) if program.instructions[i].base == "bra"]
+
+
+# ---------------------------------------------------------------------------------------------- SASS
+
+def cuobjdump() -> Path:
+    """The cuobjdump shipped in Triton's wheel (a project dependency), else the one on PATH."""
+    import triton
+
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if bundled.exists():
+        return bundled
+    found = shutil.which("cuobjdump")
+    if found is None:
+        raise FileNotFoundError("no cuobjdump: neither in Triton's wheel nor on PATH")
+    return Path(found)
+
+
+def _run_cuobjdump(cubin: bytes, flag: str, workdir: Path) -> str:
+    path = workdir / "kernel.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([str(cuobjdump()), flag, str(path)], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def sass(cubin: bytes, workdir: Path) -> str:
+    """``cuobjdump -sass`` of a cubin."""
+    return _run_cuobjdump(cubin, "-sass", workdir)
+
+
+def sass_opcodes(sass_text: str):
+    """The SASS opcodes in order (predicates and operands dropped), e.g. ['LDG.E.128', 'ACQBULK', ...]."""
+    out = []
+    for line in sass_text.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if m:
+            out.append(m.group(2))
+    return out
+
+
+def resource_usage(cubin: bytes, workdir: Path) -> dict:
+    """Registers, shared memory, local memory (spills) and stack of the cubin's kernel, from cuobjdump."""
+    text = _run_cuobjdump(cubin, "--dump-resource-usage", workdir)
+    fields = dict(re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text))
+    if len(fields) != 4:
+        raise ValueError(f"unexpected cuobjdump resource report:\n{text}")
+    return {"registers": int(fields["REG"]), "shared_bytes": int(fields["SHARED"]),
+            "local_bytes": int(fields["LOCAL"]), "stack_bytes": int(fields["STACK"])}
