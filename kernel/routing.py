@@ -23,7 +23,7 @@ from cutlass import Float32, Int32, Int64, Uint32, Uint64, const_expr
 from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
 from cutlass.memory import SmemAllocator
 
-from kernel.layout import (  # noqa: F401  (re-exported: the public names of kernel.routing)
+from kernel.layout import (
     EXPERTS,
     MAX_CTAS,
     MAX_TILE,
@@ -49,6 +49,13 @@ from kernel.primitives import (
     st_global_v4_b32,
     sub_f32,
 )
+
+__all__ = [
+    "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "ROUTES", "MAX_TILE",
+    "MAX_CTAS", "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
+    "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "route", "compile_routing", "compiled_routing",
+    "prepare", "compile_artifacts",
+]
 
 WARP = 32
 WARPS = MAX_TOKENS
@@ -427,13 +434,13 @@ def _span(t):
 
 
 def _check_no_overlap(outputs, inputs):
-    """No output may overlap another output or an input."""
-    spans = {name: _span(t) for name, t in {**outputs, **inputs}.items()}
+    """No output may overlap another output or an input on the same device."""
+    tensors = {**outputs, **inputs}
     names = list(outputs)
     for i, name in enumerate(names):
         for other in names[i + 1:] + list(inputs):
-            (a0, a1), (b0, b1) = spans[name], spans[other]
-            if a0 < b1 and b0 < a1:
+            (a0, a1), (b0, b1) = _span(tensors[name]), _span(tensors[other])
+            if tensors[name].device == tensors[other].device and a0 < b1 and b0 < a1:
                 _fail(name, f"must not alias {other}")
 
 

@@ -1,0 +1,260 @@
+"""Run kernel.routing on the GPU against the NumPy model, bit for bit, with diagnostics in hex.
+
+Shared by the GPU tests and ``python -m kernel.smoke``. Outputs (and the rows and metadata elements the
+kernel must not write) are poisoned before each call; a result is equal only if every bit is.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kernel import routing
+from kernel.layout import (
+    EXPERTS,
+    MAX_CTAS,
+    MAX_TOKENS,
+    META_CTA_BATCH,
+    META_CTA_LIMIT,
+    META_EXPANDED_TO_PERMUTED,
+    META_NUM_CTAS,
+    META_PADDED_TOKENS,
+    META_PERMUTED_TO_TOKEN,
+    ROUTES,
+    TOP_K,
+    metadata_size,
+)
+from oracles.numpy_model import route as model_route
+from oracles.numpy_model import routing_metadata
+
+POISON_ID = 0x7F7F7F7F
+POISON_WEIGHT_BITS = 0x7FBADBAD  # a NaN no float operation of the kernel produces
+POISON_METADATA = 0x5A5A5A5A
+
+
+def _finite_bits(rng, shape):
+    """Random float32 bit patterns with every NaN replaced by a random finite value."""
+    x = rng.integers(0, 2**32, size=shape, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), rng.standard_normal(shape).astype(np.float32), x)
+
+
+def _subnormals(rng, shape):
+    """Random signed subnormals, with some +-0."""
+    mags = rng.integers(0, 1 << 23, size=shape, dtype=np.int64)
+    signs = rng.integers(0, 2, size=shape, dtype=np.int64) << 31
+    return ((mags | signs).astype(np.uint32)).view(np.float32)
+
+
+def _normal(rng, b):
+    return rng.standard_normal((b, EXPERTS)) * 2, rng.standard_normal(EXPERTS) * 0.1
+
+
+def _ties(rng, b):
+    return rng.choice([-1.0, 0.0, 0.5, 2.0], (b, EXPERTS)), rng.choice([0.0, 0.25, -0.0], EXPERTS)
+
+
+def _saturated(rng, b):
+    return rng.uniform(17, 100, (b, EXPERTS)), np.zeros(EXPERTS)
+
+
+def _deep_negative(rng, b):
+    """Scores from normal small values down to 0 (div.full's 0.25 branch), biases subnormal or +-0."""
+    return rng.uniform(-110, -80, (b, EXPERTS)), _subnormals(rng, EXPERTS)
+
+
+def _subnormal_choice(rng, b):
+    """All scores 0 (logits -inf): the choice is the bias itself, signed subnormals and zeros."""
+    return np.full((b, EXPERTS), -np.inf), _subnormals(rng, EXPERTS)
+
+
+def _minus_inf(rng, b):
+    """Fewer than TOP_K finite choices: the rest are -inf, picked by lowest index."""
+    bias = np.full(EXPERTS, -np.inf)
+    bias[rng.choice(EXPERTS, 5, replace=False)] = rng.standard_normal(5)
+    return rng.standard_normal((b, EXPERTS)), bias
+
+
+def _plus_inf(rng, b):
+    bias = np.zeros(EXPERTS)
+    bias[rng.choice(EXPERTS, rng.integers(1, 20), replace=False)] = np.inf
+    return rng.standard_normal((b, EXPERTS)), bias
+
+
+def _absorbed(rng, b):
+    """Huge biases absorb the scores: equal choices on different scores."""
+    return rng.standard_normal((b, EXPERTS)), rng.choice([1e30, -1e30, 3e29], EXPERTS)
+
+
+def _wide(rng, b):
+    """Logits across the ex2 halving range (t < -126) and the sigmoid's saturation."""
+    return rng.uniform(-120, 120, (b, EXPERTS)), rng.standard_normal(EXPERTS)
+
+
+def _bits(rng, b):
+    return _finite_bits(rng, (b, EXPERTS)), _finite_bits(rng, EXPERTS)
+
+
+def _cancel(rng, b):
+    """c = 0.5 - 0.5 = +0 for many experts (logit 0), ties at zero."""
+    logits = np.where(rng.random((b, EXPERTS)) < 0.8, 0.0, -3.0)
+    return logits, np.full(EXPERTS, -0.5)
+
+
+KINDS = {
+    "normal": _normal, "ties": _ties, "saturated": _saturated, "deep_negative": _deep_negative,
+    "subnormal_choice": _subnormal_choice, "minus_inf": _minus_inf, "plus_inf": _plus_inf,
+    "absorbed": _absorbed, "wide": _wide, "bits": _bits, "cancel": _cancel,
+}
+
+
+def make_inputs(kind, b, seed):
+    """(logits float32 [b, 256], bias float32 [256]) of one adversarial kind."""
+    logits, bias = KINDS[kind](np.random.default_rng(seed), b)
+    return np.asarray(logits, np.float32), np.asarray(bias, np.float32)
+
+
+@dataclass(frozen=True)
+class Local:
+    """The metadata request: local experts [offset, offset + count), GEMM tile ``tile``."""
+
+    offset: int
+    count: int
+    tile: int
+
+
+def metadata_field(index, tile):
+    """Name of metadata element ``index`` for tile ``tile``, e.g. 'cta_limit[3]'."""
+    fields = [(META_PADDED_TOKENS, 1, "padded_tokens"), (META_NUM_CTAS, 1, "num_ctas"),
+              (META_EXPANDED_TO_PERMUTED, ROUTES, "expanded_to_permuted"),
+              (META_CTA_BATCH, MAX_CTAS, "cta_batch"), (META_CTA_LIMIT, MAX_CTAS, "cta_limit"),
+              (META_PERMUTED_TO_TOKEN, MAX_CTAS * tile, "permuted_to_token")]
+    for start, length, name in fields:
+        if start <= index < start + length:
+            return f"{name}[{index - start}]"
+    return "guard" if index == metadata_size(tile) - 1 else f"unused[{index}]"
+
+
+def _hex_row(values):
+    return " ".join(f"{int(v) & 0xFFFFFFFF:08x}" for v in values)
+
+
+def _compare_rows(what, got, expected, limit=3):
+    bad = np.flatnonzero((got != expected).any(axis=1))
+    lines = []
+    for row in bad[:limit]:
+        lines += [f"{what} row {row}: expected {_hex_row(expected[row])}",
+                  f"{' ' * len(what)}        got      {_hex_row(got[row])}"]
+    if len(bad) > limit:
+        lines.append(f"{what}: {len(bad)} rows differ in all")
+    return lines
+
+
+def _compare_metadata(got, expected, tile, limit=8):
+    bad = np.flatnonzero(got != expected)
+    lines = [f"metadata {metadata_field(i, tile)} (element {i}): expected {int(expected[i])} "
+             f"({int(expected[i]) & 0xFFFFFFFF:08x}) got {int(got[i])} ({int(got[i]) & 0xFFFFFFFF:08x})"
+             for i in bad[:limit]]
+    if len(bad) > limit:
+        lines.append(f"metadata: {len(bad)} elements differ in all")
+    return lines
+
+
+@dataclass
+class Buffers:
+    """Device tensors of one call; outputs are views of poisoned buffers that hold MAX_TOKENS rows and
+    some metadata past the end, so writes outside the contract show."""
+
+    logits: torch.Tensor
+    bias: torch.Tensor
+    ids_all: torch.Tensor
+    weights_all: torch.Tensor
+    metadata_all: torch.Tensor | None
+    b: int
+
+    @property
+    def ids(self):
+        return self.ids_all[:self.b]
+
+    @property
+    def weights(self):
+        return self.weights_all[:self.b]
+
+    def poison(self):
+        self.ids_all.fill_(POISON_ID)
+        self.weights_all.view(torch.int32).fill_(POISON_WEIGHT_BITS)
+        if self.metadata_all is not None:
+            self.metadata_all.fill_(POISON_METADATA)
+
+
+METADATA_SLACK = 36  # elements past metadata_size(tile) that must stay untouched
+
+
+def make_buffers(logits, bias, local, device, row_stride=EXPERTS):
+    """Device copies of the inputs (logits rows ``row_stride`` apart) and poisoned outputs."""
+    b = logits.shape[0]
+    rows = torch.zeros((b, row_stride), dtype=torch.float32, device=device)
+    rows[:, :EXPERTS] = torch.from_numpy(logits).to(device)
+    metadata = None
+    if local is not None:
+        metadata = torch.empty(metadata_size(local.tile) + METADATA_SLACK, dtype=torch.int32, device=device)
+    buffers = Buffers(rows[:, :EXPERTS], torch.from_numpy(bias).to(device),
+                      torch.empty((MAX_TOKENS, TOP_K), dtype=torch.int32, device=device),
+                      torch.empty((MAX_TOKENS, TOP_K), dtype=torch.float32, device=device), metadata, b)
+    buffers.poison()
+    return buffers
+
+
+def call_route(buffers, scale, renormalize, local):
+    """route on the buffers (the metadata vector passed whole, slack included)."""
+    if local is None:
+        routing.route(buffers.logits, buffers.bias, buffers.ids, buffers.weights, scale, renormalize)
+    else:
+        routing.route(buffers.logits, buffers.bias, buffers.ids, buffers.weights, scale, renormalize,
+                      buffers.metadata_all, local.offset, local.count, local.tile)
+
+
+def expected(logits, bias, scale, renormalize, local):
+    """(ids [8, 8], weight bits [8, 8], metadata or None) as the poisoned buffers must read after a call."""
+    b = logits.shape[0]
+    ids = np.full((MAX_TOKENS, TOP_K), POISON_ID, np.int32)
+    weights = np.full((MAX_TOKENS, TOP_K), POISON_WEIGHT_BITS, np.uint32).view(np.int32)
+    ids[:b], w = model_route(logits, bias, scale, renormalize)
+    weights[:b] = w.view(np.int32)
+    metadata = None
+    if local is not None:
+        metadata = np.concatenate([
+            routing_metadata(ids[:b], local.offset, local.count, local.tile, fill=POISON_METADATA),
+            np.full(METADATA_SLACK, POISON_METADATA, np.int32)])
+    return ids, weights, metadata
+
+
+def compare(buffers, want, tile):
+    """Mismatch lines (empty when every bit is equal) between the buffers and ``expected``'s result."""
+    ids, weights, metadata = want
+    lines = _compare_rows("ids    ", buffers.ids_all.cpu().numpy(), ids)
+    lines += _compare_rows("weights", buffers.weights_all.view(torch.int32).cpu().numpy(), weights)
+    if metadata is not None:
+        lines += _compare_metadata(buffers.metadata_all.cpu().numpy(), metadata, tile)
+    return lines
+
+
+def run_case(logits, bias, scale, renormalize, local=None, device="cuda", row_stride=EXPERTS):
+    """Route once on fresh poisoned buffers; returns the mismatch lines (empty when bit-exact)."""
+    buffers = make_buffers(logits, bias, local, device, row_stride)
+    call_route(buffers, scale, renormalize, local)
+    torch.cuda.synchronize(device)
+    return compare(buffers, expected(logits, bias, scale, renormalize, local), local.tile if local else 0)
+
+
+def describe(kind, seed, b, scale, renormalize, local, lines):
+    """A failure report: the case, then its mismatch lines."""
+    head = f"kind={kind} seed={seed} b={b} scale={scale} renormalize={renormalize} local={local}"
+    return "\n".join([head] + ["  " + line for line in lines])
+
+
+def unpicked_range(ids):
+    """The longest run of experts [offset, offset + count) holding none of ``ids`` (count >= 1)."""
+    edges = np.concatenate([[-1], np.unique(ids), [EXPERTS]])
+    gap = int(np.argmax(np.diff(edges)))
+    return int(edges[gap] + 1), int(edges[gap + 1] - edges[gap] - 1)
+
