@@ -8,6 +8,7 @@ Triton oracle's and the NumPy model's.
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,16 +217,17 @@ def cuobjdump() -> Path:
     return Path(found)
 
 
-def _run_cuobjdump(cubin: bytes, flag: str, workdir: Path) -> str:
-    path = workdir / "kernel.cubin"
-    path.write_bytes(cubin)
-    return subprocess.run([str(cuobjdump()), flag, str(path)], check=True, capture_output=True,
-                          text=True).stdout
+def _run_cuobjdump(cubin: bytes, flag: str) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "kernel.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([str(cuobjdump()), flag, str(path)], check=True, capture_output=True,
+                              text=True).stdout
 
 
-def sass(cubin: bytes, workdir: Path) -> str:
+def sass(cubin: bytes) -> str:
     """``cuobjdump -sass`` of a cubin."""
-    return _run_cuobjdump(cubin, "-sass", workdir)
+    return _run_cuobjdump(cubin, "-sass")
 
 
 def sass_opcodes(sass_text: str):
@@ -238,9 +240,9 @@ def sass_opcodes(sass_text: str):
     return out
 
 
-def resource_usage(cubin: bytes, workdir: Path) -> dict:
+def resource_usage(cubin: bytes) -> dict:
     """Registers, shared memory, local memory (spills) and stack of the cubin's kernel, from cuobjdump."""
-    text = _run_cuobjdump(cubin, "--dump-resource-usage", workdir)
+    text = _run_cuobjdump(cubin, "--dump-resource-usage")
     fields = dict(re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text))
     if len(fields) != 4:
         raise ValueError(f"unexpected cuobjdump resource report:\n{text}")

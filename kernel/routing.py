@@ -354,15 +354,16 @@ def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
 def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a"):
     """(PTX text, cubin bytes) of one variant compiled for ``arch``; needs no GPU. Each call dumps into a
     fresh folder under build/, so parallel test processes never read each other's files."""
-    root = Path(__file__).resolve().parents[1] / "build" / "artifacts"
-    root.mkdir(parents=True, exist_ok=True)
-    folder = tempfile.mkdtemp(prefix=f"routing-m{int(metadata)}r{int(renormalize)}-", dir=root)
-    if any(ch.isspace() for ch in folder):
-        raise RuntimeError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
-    fn = compile_routing(metadata, renormalize, f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}")
-    ptx, cubin = fn.__ptx__, fn.__cubin__
+    root = Path(__file__).resolve().parents[1] / "build"
+    root.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="routing-artifacts-", dir=root) as folder:
+        if any(ch.isspace() for ch in folder):
+            raise RuntimeError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
+        fn = compile_routing(metadata, renormalize,
+                             f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}")
+        ptx, cubin = fn.__ptx__, fn.__cubin__
     if not isinstance(ptx, str) or ".entry" not in ptx or not isinstance(cubin, bytes):
-        raise RuntimeError(f"the DSL kept no PTX/cubin in {folder}")
+        raise RuntimeError("the DSL kept no PTX or cubin")
     return ptx, cubin
 
 
@@ -530,9 +531,11 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     if key not in _launched_on:
         _refuse_during_capture()
     fn = compiled_routing(with_metadata, renormalize)
-    if with_metadata:
-        fn(logits, bias, ids, weights, _scale_f32(scale), metadata, int(local_expert_offset),
-           int(num_local_experts), int(tile_n))
-    else:
-        fn(logits, bias, ids, weights, _scale_f32(scale))
+    # The launch goes to the current device's context; the stream is that of the logits' device.
+    with torch.cuda.device(logits.device):
+        if with_metadata:
+            fn(logits, bias, ids, weights, _scale_f32(scale), metadata, int(local_expert_offset),
+               int(num_local_experts), int(tile_n))
+        else:
+            fn(logits, bias, ids, weights, _scale_f32(scale))
     _launched_on.add(key)

@@ -8,9 +8,7 @@ after the wait.
 
 import functools
 import itertools
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,9 +27,8 @@ SIGMOID = ("sub.f32", "mul.f32", "ex2.approx.f32", "add.f32", "div.full.f32")
 @functools.lru_cache(maxsize=None)
 def _compiled(metadata, renormalize):
     ptx_text, cubin = routing.compile_artifacts(metadata, renormalize)
-    workdir = Path(tempfile.mkdtemp(prefix="sass-", dir=Path(routing.__file__).parents[1] / "build"))
     return {"metadata": metadata, "renormalize": renormalize, "ptx": ptx_text, "cubin": cubin,
-            "sass": ptx.sass(cubin, workdir), "resources": ptx.resource_usage(cubin, workdir)}
+            "sass": ptx.sass(cubin), "resources": ptx.resource_usage(cubin)}
 
 
 @pytest.fixture(params=VARIANTS, ids=lambda v: f"metadata={v[0]}-renormalize={v[1]}")

@@ -1,0 +1,32 @@
+"""``python -m kernel.report``: compile every routing variant for sm_90a (no GPU needed) and print, for each,
+its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
+wait, and its registers, shared memory and local memory (spills) from the cubin."""
+
+import itertools
+from collections import Counter
+
+from kernel import ptx, routing
+
+PARAM_NAMES = {0: "logits", 1: "bias"}
+
+
+def describe(metadata, renormalize):
+    text, cubin = routing.compile_artifacts(metadata, renormalize)
+    loads = ", ".join(f"{'+'.join(PARAM_NAMES.get(p, str(p)) for p in sorted(load.params))}:"
+                      f"{'before' if load.before_wait else 'after'}" for load in ptx.global_loads(text))
+    return "\n".join([
+        f"metadata={metadata} renormalize={renormalize}",
+        f"  float ops: {dict(Counter(ptx.float_opcodes(text)))}",
+        f"  global loads vs wait: {loads}",
+        f"  branches after wait: {len(ptx.branches_after_wait(text))}",
+        f"  resources: {ptx.resource_usage(cubin)}",
+    ])
+
+
+def main():
+    for metadata, renormalize in itertools.product((False, True), (True, False)):
+        print(describe(metadata, renormalize))
+
+
+if __name__ == "__main__":
+    main()
