@@ -8,13 +8,14 @@ unused fields) shows. About a minute on an H200.
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
+from kernel import check, routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 
 pytestmark = pytest.mark.gpu
 
-routing = pytest.importorskip("kernel.routing", reason="the CUTLASS DSL is needed for the kernel")
-check = pytest.importorskip("kernel.check", reason="the NumPy model is needed for the GPU checks")
 
 SCALE = 2.5
 FEW_TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
@@ -116,9 +117,6 @@ def test_compiling_during_capture_raises_a_clear_error():
 
 
 # ---------------------------------------------------------------------------------------------- PDL
-
-triton = pytest.importorskip("triton")
-tl = pytest.importorskip("triton.language")
 
 DELAY_NS = 5_000_000  # far longer than the host needs to launch the next kernel
 

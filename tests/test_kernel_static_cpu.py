@@ -13,10 +13,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from kernel import ptx
+from kernel import ptx, routing
 from kernel.network import SORT8
 
-routing = pytest.importorskip("kernel.routing", reason="the CUTLASS DSL is needed to compile the kernel")
 
 VARIANTS = list(itertools.product((False, True), (False, True)))  # (metadata, renormalize)
 LOGITS_PARAM, BIAS_PARAM = 0, 1  # kernel parameter order: logits, bias, ids, weights, scale, ...
