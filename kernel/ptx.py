@@ -45,11 +45,24 @@ class Program:
     labels: dict
 
 
+def _entry_body(ptx: str) -> str:
+    """The text between the braces of the PTX's first .entry, comments and debug directives dropped."""
+    lines = [line.split("//")[0].strip() for line in ptx.splitlines()]
+    # The debug directives .loc and .file carry no semicolon: drop them whole.
+    text = "\n".join(line for line in lines if not line.startswith((".loc", ".file")))
+    start = text.index("{", text.index(")", text.index(".entry")))
+    depth = 0
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[start + 1:end]
+    raise ValueError("unbalanced braces in the PTX entry")
+
+
 def parse(ptx: str) -> Program:
     """Parse the PTX's kernel body (comments and directives dropped; one entry expected)."""
     insts, labels = [], {}
-    body = "\n".join(line.split("//")[0] for line in ptx.splitlines())
-    for statement in body.split(";"):
+    for statement in _entry_body(ptx).split(";"):
         text = " ".join(statement.split())
         while (label := re.match(r"^([$\w]+):", text)) is not None:
             labels[label.group(1)] = len(insts)
@@ -189,7 +202,8 @@ def global_loads(ptx: str):
     for inst in program.instructions:
         if inst.base != "ld" or inst.types & {"param", "shared", "local", "const"}:
             continue
-        address = inst.operands[-1].strip("[]").split("+")[0]
+        address = _REGISTER.search(inst.operands[-1])
+        address = address.group(0) if address else ""
         loads.append(GlobalLoad(inst, frozenset(deps.get(address, set())), inst.index in before,
                                 inst.index in after))
     return loads

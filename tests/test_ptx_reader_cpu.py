@@ -1,0 +1,85 @@
+"""kernel.ptx on small hand-written PTX whose answers are known, so the kernel's static checks (and the
+gate that reuses the reader) can fail."""
+
+from kernel import ptx
+
+PTX = """
+//
+// hand-written
+.version 8.7
+.target sm_90a
+.address_size 64
+
+.visible .entry k(
+	.param .align 8 .b8 k_param_0[16],
+	.param .u64 k_param_1
+)
+.reqntid 256, 1, 1
+{
+	.reg .b32 	%r<12>;
+	.loc	1 2 3
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u64 	%rd2, [k_param_1];
+	ld.global.v4.f32 {%r1, %r2, %r3, %r4}, [%rd2];
+	setp.eq.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_2;
+	// begin inline asm
+	griddepcontrol.wait;
+	// end inline asm
+	add.s64 	%rd3, %rd1, 16;
+	ld.global.f32 	%r5, [%rd3+4];
+	sub.f32 %r6, 0f00000000, %r5;
+	fma.rn.f32 	%r7, %r6, %r1, %r2;
+	@%p1 bra 	$L__BB0_9;
+$L__BB0_2:
+	griddepcontrol.launch_dependents;
+	ret;
+$L__BB0_9:
+	ld.global.f32 	%r8, [%rd1];
+	st.global.f32 	[%rd1], %r8;
+	bra.uni 	$L__BB0_2;
+
+}
+	.section	.debug_abbrev
+	{
+.b8 1
+	}
+"""
+
+
+def test_float_ops_in_order_without_data_moves():
+    assert ptx.float_opcodes(PTX) == ["sub.f32", "fma.rn.f32"]
+    sub = ptx.float_ops(PTX)[0]
+    assert sub.operands == ("%r6", "0f00000000", "%r5")
+
+
+def test_loads_are_placed_on_the_control_flow_and_traced_to_parameters():
+    loads = ptx.global_loads(PTX)
+    summary = [(load.instruction.opcode, sorted(load.params), load.before_wait, load.after_wait) for load in loads]
+    assert summary == [("ld.global.v4.f32", [1], True, False),
+                       ("ld.global.f32", [0], False, True),
+                       ("ld.global.f32", [0], False, True)]  # after ret in the text, yet after the wait
+
+
+def test_branches_after_the_wait_include_blocks_laid_out_after_ret():
+    branches = ptx.branches_after_wait(PTX)
+    assert [(b.opcode, b.operands) for b in branches] == [("bra", ("$L__BB0_9",)), ("bra.uni", ("$L__BB0_2",))]
+
+
+def test_reachability_stops_at_the_named_opcode():
+    program = ptx.parse(PTX)
+    before, after = ptx.wait_regions(program)
+    launch = next(i.index for i in program.instructions if i.opcode == ptx.LAUNCH_DEPENDENTS)
+    store = next(i.index for i in program.instructions if i.opcode == "st.global.f32")
+    assert launch in before and launch in after
+    assert store in after and store not in before
+    assert store not in ptx.reachable(program, launch)
+
+
+def test_sass_opcodes_drop_predicates_and_operands():
+    sass = """
+        /*0130*/                   LDG.E.128 R8, desc[UR4][R12.64] ;       /* 0x000000040c087981 */
+        /*0150*/                   ACQBULK ;                               /* 0x000000000000782e */
+        /*02d0*/              @!P2 FMUL R16, R16, 0.5 ;                    /* 0x3f0000001010a820 */
+    """
+    assert ptx.sass_opcodes(sass) == ["LDG.E.128", "ACQBULK", "FMUL"]
