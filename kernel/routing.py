@@ -74,7 +74,7 @@ RENORM_EPS = Imm(0x26901D7D)  # float32(1e-15)
 SLOT_BITS = 3
 SLOT_MASK = EXPERTS_PER_LANE - 1
 SIGN_BIT = 0x80000000
-FLOAT_BYTES = 4
+WORD_BYTES = 4
 VECTOR_WORDS = 4  # one 16-byte access
 PADDING = -1
 
@@ -107,7 +107,7 @@ def _order_key(c):
 
 def _load_lane(address):
     """The 8 floats at a 16-byte aligned address, as two 16-byte loads in program order."""
-    return ld_global_v4_f32(address) + ld_global_v4_f32(address + VECTOR_WORDS * FLOAT_BYTES)
+    return ld_global_v4_f32(address) + ld_global_v4_f32(address + VECTOR_WORDS * WORD_BYTES)
 
 
 def _sorted_words(corrected):
@@ -220,7 +220,7 @@ class _Routing:
         warp = tid // WARP
         lane = tid % WARP
         rows = mLogits.shape[0]
-        bias_address = mBias.iterator.toint() + Int64(lane * EXPERTS_PER_LANE * FLOAT_BYTES)
+        bias_address = mBias.iterator.toint() + Int64(lane * EXPERTS_PER_LANE * WORD_BYTES)
         if const_expr(not self.metadata):
             # Warps past the last row leave at once: no branch follows the wait.
             if warp < rows:
@@ -301,7 +301,7 @@ class _Routing:
             mMeta[i] = Int32(PADDING)
         base = mMeta.iterator.toint()
         for i in cutlass.range(body_start, body_end, VECTOR_WORDS):
-            st_global_v4_b32(base + Int64(i) * FLOAT_BYTES, Int32(PADDING))
+            st_global_v4_b32(base + Int64(i) * WORD_BYTES, Int32(PADDING))
         for i in cutlass.range(body_end, end):
             mMeta[i] = Int32(PADDING)
 
@@ -336,8 +336,8 @@ def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
         make_fake_tensor(Float32, (rows, EXPERTS), stride=(cute.sym_int64(divisibility=VECTOR_WORDS), 1),
                          assumed_align=_TENSOR_ALIGN),
         make_fake_tensor(Float32, (EXPERTS,), stride=(1,), assumed_align=_TENSOR_ALIGN),
-        make_fake_tensor(Int32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=FLOAT_BYTES),
-        make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=FLOAT_BYTES),
+        make_fake_tensor(Int32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=WORD_BYTES),
+        make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=WORD_BYTES),
         Float32(1.0),
     ]
     variant = _Routing(metadata, renormalize)
