@@ -29,7 +29,7 @@ DEVICE = "cuda"
 
 
 def _synchronize():
-    if DEVICE == "cuda":
+    if torch.cuda.is_available():
         torch.cuda.synchronize()
 
 
