@@ -18,6 +18,7 @@ ONE = 0x3F800000
 _SIGN = -0x80000000
 _ABS = 0x7FFFFFFF
 _FRACTION = 0x007FFFFF
+_TABLE_SIZE = _FRACTION + 1
 _INF_EXPONENT = 0xFF
 _INF_BITS = _INF_EXPONENT << 23
 _HALF = 0x3F000000
@@ -29,15 +30,21 @@ _QUARTER = 0x3E800000
 _TWO_TO_24 = 0x4B800000
 
 
+_BLOCK = 1 << 14  # elements per pass over NumPy arrays, so the temporaries stay in the core's cache
+
+
 @functools.lru_cache(maxsize=None)
 def _tables_on(xp, device):
-    """The measured tables as int32 arrays of library ``xp`` (on ``device`` for torch)."""
+    """The measured tables as int32 arrays of library ``xp`` (on ``device`` for torch).
+
+    "ex2" holds the t >= 0 table followed by the t < 0 one, so one gather serves both signs.
+    """
     tables, specials = mufu_tables.load()
-    if xp is np:
-        converted = {name: t.view(xp.int32) for name, t in tables.items()}
-    else:
-        converted = {name: xp.from_numpy(t.view("int32")).to(device) for name, t in tables.items()}
-    return converted, specials
+    joined = {"ex2": np.concatenate([tables["ex2_pos"], tables["ex2_neg"]]).view(np.int32),
+              "rcp": tables["rcp"].view(np.int32)}
+    if xp is not np:
+        joined = {name: xp.from_numpy(t).to(device) for name, t in joined.items()}
+    return joined, specials
 
 
 def _tables(x):
@@ -45,13 +52,36 @@ def _tables(x):
     return _tables_on(xp, getattr(x, "device", None))
 
 
+def _blocked(fn):
+    """Run ``fn`` on NumPy arguments (broadcast together) in cache-sized blocks; torch tensors pass through."""
+
+    @functools.wraps(fn)
+    def run(*args):
+        if not all(isinstance(a, (np.ndarray, np.generic)) for a in args):
+            return fn(*args)
+        args = [require_f32(name, a) for name, a in zip(fn.__code__.co_varnames, args)]
+        shaped = np.broadcast_arrays(*args)
+        if shaped[0].size <= _BLOCK:
+            return fn(*shaped)
+        flat = [np.ascontiguousarray(a).reshape(-1) for a in shaped]
+        out = np.empty(flat[0].size, np.float32)
+        for i in range(0, out.size, _BLOCK):
+            out[i:i + _BLOCK] = fn(*(a[i:i + _BLOCK] for a in flat))
+        return out.reshape(shaped[0].shape)
+
+    return run
+
+
 def _canonical_nan(r):
     """``r`` with every NaN replaced by the pattern the H200 writes."""
     xp = namespace(r)
-    specials = _tables(r)[1]
-    return xp.where(r != r, floats(i32(xp, r, specials["nan"])), r)
+    is_nan = r != r
+    if xp is np and not is_nan.any():
+        return r
+    return xp.where(is_nan, floats(i32(xp, r, _tables(r)[1]["nan"])), r)
 
 
+@_blocked
 def add_rn(a, b):
     """FADD (add.f32 / add.rn.f32): IEEE binary32 sum, round to nearest even."""
     a, b = require_f32("a", a), require_f32("b", b)
@@ -59,6 +89,7 @@ def add_rn(a, b):
         return _canonical_nan(a + b)
 
 
+@_blocked
 def mul_rn(a, b):
     """FMUL (mul.f32 / mul.rn.f32): IEEE binary32 product, round to nearest even."""
     a, b = require_f32("a", a), require_f32("b", b)
@@ -66,36 +97,38 @@ def mul_rn(a, b):
         return _canonical_nan(a * b)
 
 
+@_blocked
 def ex2_approx_ftz_f32(t):
     """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point, one measured table per sign."""
     t = require_f32("t", t)
     xp = namespace(t)
     (table, specials), b = _tables(t), bits(t)
-    magnitude = b & _ABS
+    magnitude, sign = b & _ABS, b >> 31  # sign: 0 or -1
     exponent = magnitude >> 23
     significand = (magnitude & _FRACTION) | (_FRACTION + 1)
     # floor(|t| * 2^23) for |t| < 128: the integer part n and 23 fraction bits f, truncated.
     shift = exponent - 127
     fixed = xp.where(shift >= 0, significand << xp.clip(shift, 0, 6), significand >> xp.clip(-shift, 0, 31))
-    n, f = fixed >> 23, fixed & _FRACTION
-    positive = table["ex2_pos"][f] + (n << 23)
-    negative_exponent = (table["ex2_neg"][f] >> 23) - n
-    negative = xp.where(negative_exponent > 0, table["ex2_neg"][f] - (n << 23), 0)
+    e = table["ex2"][(fixed & _FRACTION) | (sign & _TABLE_SIZE)]
+    n = ((fixed >> 23) ^ sign) - sign  # the integer part, negative for t < 0
+    result_exponent = (e >> 23) + n
+    result = xp.where(result_exponent > 0, e + (n << 23), 0)  # below 2^-126: +0
     in_range = exponent < _EX2_INPUT_LIMIT_EXPONENT
-    result = xp.where(b < 0, xp.where(in_range, negative, 0),
-                      xp.where(in_range, positive, _INF_BITS))
+    result = xp.where(in_range, result, xp.where(sign < 0, 0, i32(xp, b, _INF_BITS)))
     return floats(xp.where(magnitude > _INF_BITS, specials["nan"], result))
 
 
+@_blocked
 def ex2_approx_f32(t):
     """ex2.approx.f32: below -126, MUFU.EX2 of t * 0.5 squared by an FMUL, so subnormal results survive."""
     t = require_f32("t", t)
     xp = namespace(t)
     low = t < _EX2_HALVING_THRESHOLD
-    half = ex2_approx_ftz_f32(mul_rn(t, floats(i32(xp, t, _HALF))))
-    return xp.where(low, mul_rn(half, half), ex2_approx_ftz_f32(t))
+    e = ex2_approx_ftz_f32(xp.where(low, mul_rn(t, floats(i32(xp, t, _HALF))), t))
+    return xp.where(low, mul_rn(e, e), e)
 
 
+@_blocked
 def rcp_approx_ftz_f32(y):
     """MUFU.RCP (rcp.approx.ftz.f32): measured significand table, exponent negated, results below 2^-126 flushed."""
     y = require_f32("y", y)
@@ -110,6 +143,7 @@ def rcp_approx_ftz_f32(y):
     return floats(xp.where(magnitude > _INF_BITS, specials["nan"], result | sign))
 
 
+@_blocked
 def div_full_f32(x, y):
     """div.full.f32: x and y scaled by 0.25 when |y| > 2^126, by 2^24 when |y| < 2^-126, then MUFU.RCP(y') * x'."""
     x, y = require_f32("x", x), require_f32("y", y)
@@ -120,6 +154,7 @@ def div_full_f32(x, y):
     return mul_rn(rcp_approx_ftz_f32(mul_rn(y, k)), mul_rn(x, k))
 
 
+@_blocked
 def sigmoid_f32(x):
     """Triton 3.6.0's tl.sigmoid: sub.f32 0 - x, mul.f32 by log2(e), ex2.approx.f32, add.f32 1.0, div.full.f32 1.0 / d."""
     x = require_f32("x", x)
