@@ -36,3 +36,9 @@ prove-primitives: $(STAMP)
 clean:
 	rm -rf $(VENV) build .hypothesis .pytest_cache reports
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# FlashInfer's routingIndicesDynBlockKernel built from the installed flashinfer-python sources into
+# build/flashinfer_oracle/ (needs nvcc, not a GPU). Targets: FLASHINFER_ORACLE_ARCHS="sm_90a sm_100a".
+.PHONY: flashinfer-oracle
+flashinfer-oracle: $(STAMP)
+	$(PY) -m oracles.flashinfer_routing
