@@ -34,7 +34,6 @@ def _cuda_device_reason():
     return None
 
 
-_GPU_SKIPPED = "gpu_skipped"
 _counter = {"skipped": 0}
 
 
@@ -49,19 +48,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_logreport(report):
+    """Counts in the controlling process too: under xdist it receives every worker's reports."""
     if report.skipped and "gpu" in report.keywords and report.when in ("setup", "call"):
         _counter["skipped"] += 1
-
-
-def pytest_testnodedown(node, error):
-    """Under xdist, add each worker's count of GPU checks that did not run."""
-    _counter["skipped"] += getattr(node, "workeroutput", {}).get(_GPU_SKIPPED, 0)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None:
-        workeroutput[_GPU_SKIPPED] = _counter["skipped"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
