@@ -13,11 +13,12 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 
-from oracles.triton_routing import NUM_WARPS, _routing_kernel
+from oracles.triton_routing import NUM_WARPS, _routing_kernel, kernel_constexprs
 
 SM90 = GPUTarget("cuda", 90, 32)
 _SIGNATURE = {"logits_ptr": "*fp32", "bias_ptr": "*fp32", "weights_ptr": "*fp32", "ids_ptr": "*i32",
-              "scale": "fp32", "RENORMALIZE": "constexpr"}
+              "scale": "fp32", "RENORMALIZE": "constexpr", "EXPERTS": "constexpr", "K": "constexpr",
+              "EPS": "constexpr"}
 _ALIGNED_POINTERS = ("logits_ptr", "bias_ptr", "weights_ptr", "ids_ptr")
 _CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
@@ -27,7 +28,7 @@ def compile_kernel(renormalize: bool):
     """The sm_90 build of _routing_kernel for one RENORMALIZE value (Triton's CompiledKernel; no GPU used)."""
     names = list(_SIGNATURE)
     attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in _ALIGNED_POINTERS}
-    src = ASTSource(_routing_kernel, dict(_SIGNATURE), constexprs={"RENORMALIZE": bool(renormalize)}, attrs=attrs)
+    src = ASTSource(_routing_kernel, dict(_SIGNATURE), constexprs=kernel_constexprs(renormalize), attrs=attrs)
     options = make_backend(SM90).parse_options({"num_warps": NUM_WARPS})
     return triton.compile(src, target=SM90, options=options.__dict__)
 

@@ -22,28 +22,29 @@ _MAX_FLOAT32 = float(np.finfo(np.float32).max)
 
 
 @triton.jit
-def _routing_kernel(logits_ptr, bias_ptr, weights_ptr, ids_ptr, scale, RENORMALIZE: tl.constexpr):
-    """One program per token row: top-8 experts of sigmoid(logits) + bias, and their weights.
+def _routing_kernel(logits_ptr, bias_ptr, weights_ptr, ids_ptr, scale, RENORMALIZE: tl.constexpr,
+                    EXPERTS: tl.constexpr, K: tl.constexpr, EPS: tl.constexpr):
+    """One program per token row: top-K experts of sigmoid(logits) + bias, and their weights.
 
     Round k picks the largest c = s + bias among the experts not yet chosen, the lowest expert among
-    equal values (float equality: -0.0 == +0.0, -inf == -inf). Weights are s_k * (scale / (total + 1e-15))
-    with total = 0.0 + s_0 + ... + s_7 in pick order when RENORMALIZE, else s_k * scale.
+    equal values (float equality: -0.0 == +0.0, -inf == -inf). Weights are s_k * (scale / (total + EPS))
+    with total = 0.0 + s_0 + ... + s_{K-1} in pick order when RENORMALIZE, else s_k * scale.
     """
     row = tl.program_id(0).to(tl.int64)
-    experts = tl.arange(0, 256)
-    ranks = tl.arange(0, 8)
-    s = tl.sigmoid(tl.load(logits_ptr + row * 256 + experts))
+    experts = tl.arange(0, EXPERTS)
+    ranks = tl.arange(0, K)
+    s = tl.sigmoid(tl.load(logits_ptr + row * EXPERTS + experts))
     c = s + tl.load(bias_ptr + experts)
     s_bits = s.to(tl.int32, bitcast=True)
 
-    chosen = experts < 0
-    ids = tl.zeros([8], dtype=tl.int32)
-    picked = tl.zeros([8], dtype=tl.float32)
+    chosen = tl.zeros([EXPERTS], dtype=tl.int1)
+    ids = tl.zeros([K], dtype=tl.int32)
+    picked = tl.zeros([K], dtype=tl.float32)
     total = 0.0
-    for k in tl.static_range(8):
+    for k in tl.static_range(K):
         # Chosen experts are excluded by the mask, not by their value: every remaining c may be -inf.
         best = tl.max(tl.where(chosen, float("-inf"), c), axis=0)
-        expert = tl.min(tl.where((c == best) & ~chosen, experts, 256), axis=0)
+        expert = tl.min(tl.where((c == best) & ~chosen, experts, EXPERTS), axis=0)
         this = experts == expert
         chosen = chosen | this
         # The chosen score moves as bits (an integer sum with one nonzero term): no float arithmetic.
@@ -53,11 +54,16 @@ def _routing_kernel(logits_ptr, bias_ptr, weights_ptr, ids_ptr, scale, RENORMALI
         if RENORMALIZE:
             total = total + p
     if RENORMALIZE:
-        weights = picked * (scale / (total + 1e-15))
+        weights = picked * (scale / (total + EPS))
     else:
         weights = picked * scale
-    tl.store(weights_ptr + row * 8 + ranks, weights)
-    tl.store(ids_ptr + row * 8 + ranks, ids)
+    tl.store(weights_ptr + row * K + ranks, weights)
+    tl.store(ids_ptr + row * K + ranks, ids)
+
+
+def kernel_constexprs(renormalize: bool) -> dict:
+    """The compile-time arguments of _routing_kernel, shared by the launch and the ahead-of-time build."""
+    return {"RENORMALIZE": bool(renormalize), "EXPERTS": N_EXPERTS, "K": TOP_K, "EPS": ROUTER_SCORE_DIVISION_EPS}
 
 
 def fused_musespark1x_routing(logits, bias, top_k=8, renormalize=True, routed_scaling_factor=1.0,
@@ -67,8 +73,8 @@ def fused_musespark1x_routing(logits, bias, top_k=8, renormalize=True, routed_sc
 
     Contract: logits float32 [b, 256] and bias float32 [256], contiguous, on one CUDA device, no NaN;
     only Muse Spark's call is implemented: top_k 8, sigmoid scores, eps 1e-15, no output multiplier.
-    out_weights / out_ids, when given, are written in place and nothing is allocated (CUDA graph capture);
-    under capture the NaN check is not made (values are not known then).
+    out_weights / out_ids, when given, are written in place; with both given, a call under CUDA graph
+    capture allocates nothing. The NaN check reads the values, so it runs only outside capture.
     Raises ValueError naming the argument before anything is written.
     """
     _check_call(top_k, renormalize, routed_scaling_factor, router_score_division_eps, scoring_func,
@@ -95,7 +101,7 @@ def launch(logits, bias, weights, ids, scale, renormalize):
     """Launch _routing_kernel on checked arguments, one program per row; returns Triton's compiled kernel."""
     with torch.cuda.device(logits.device):
         return _routing_kernel[(logits.shape[0],)](logits, bias, weights, ids, float(np.float32(scale)),
-                                                   RENORMALIZE=bool(renormalize), num_warps=NUM_WARPS)
+                                                   **kernel_constexprs(renormalize), num_warps=NUM_WARPS)
 
 
 def _check_call(top_k, renormalize, routed_scaling_factor, eps, scoring_func, output_multiplier):
@@ -105,7 +111,7 @@ def _check_call(top_k, renormalize, routed_scaling_factor, eps, scoring_func, ou
     if not isinstance(renormalize, (bool, np.bool_)):
         raise ValueError(f"renormalize must be a bool, got {renormalize!r}")
     if not (_is_integer(routed_scaling_factor) or _is_float(routed_scaling_factor)) \
-            or not abs(float(routed_scaling_factor)) <= _MAX_FLOAT32:
+            or not abs(routed_scaling_factor) <= _MAX_FLOAT32:
         raise ValueError("routed_scaling_factor must be a real number, finite in float32, got "
                          f"{routed_scaling_factor!r}")
     if not _is_float(eps) or np.float32(eps) != np.float32(ROUTER_SCORE_DIVISION_EPS):
