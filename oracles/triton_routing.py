@@ -185,10 +185,11 @@ def _check_disjoint(logits, bias, out_weights, out_ids):
 
 
 def _overlap(a, b):
-    """Whether the memory spans of two contiguous tensors intersect."""
+    """Whether the memory spans of two contiguous tensors on one device intersect."""
+    if a.device != b.device or not a.numel() or not b.numel():
+        return False
     a0, b0 = a.data_ptr(), b.data_ptr()
-    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
-    return a.numel() and b.numel() and a0 < b1 and b0 < a1
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
 def _check_no_nan(name, t):
