@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from oracles.mufu import tables
-from oracles.mufu.__main__ import PROOF_FILE, _Tally
+from oracles.mufu.__main__ import PROOF_FILE, _Tally, model_source_sha256
 from oracles.mufu.baseline import BASELINES, TABLE_SIZE
 
 FULL_SWEEP = 1 << 32
@@ -50,6 +50,8 @@ def test_measured_tables_are_near_the_correctly_rounded_values():
 def test_exhaustive_proof_shows_zero_mismatches_for_the_stored_tables():
     proof = json.loads(PROOF_FILE.read_text())
     assert proof["table_data_sha256"] == tables.read_provenance()["data_sha256"]
+    assert proof.get("model_source_sha256") == model_source_sha256(), (
+        "the primitive model changed since it was proved: run `make prove-primitives` on the H200")
     assert proof["provenance"]["gpu"] == "NVIDIA H200"
     results = proof["results"]
     for name in PRIMITIVES_SWEPT:
