@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
 
-verify: $(STAMP)
-	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
+verify: $(STAMP) flashinfer-oracle
+	$(PY) -m properties.gate
 
 bench-model: $(STAMP)
 	$(PY) -m oracles.numpy_model.bench
