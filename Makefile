@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
 
-verify: $(STAMP)
-	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
+verify: $(STAMP) flashinfer-oracle
+	$(PY) -m properties.gate
 
 bench-model: $(STAMP)
 	$(PY) -m oracles.numpy_model.bench
@@ -36,3 +36,9 @@ prove-primitives: $(STAMP)
 clean:
 	rm -rf $(VENV) build .hypothesis .pytest_cache reports
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# FlashInfer's routingIndicesDynBlockKernel built from the installed flashinfer-python sources into
+# build/flashinfer_oracle/ (needs nvcc, not a GPU). Targets: FLASHINFER_ORACLE_ARCHS="sm_90a sm_100a".
+.PHONY: flashinfer-oracle
+flashinfer-oracle: $(STAMP)
+	$(PY) -m oracles.flashinfer_routing

@@ -29,7 +29,7 @@ DEVICE = "cuda"
 
 
 def _synchronize():
-    if DEVICE == "cuda":
+    if torch.cuda.is_available():
         torch.cuda.synchronize()
 
 
@@ -205,6 +205,18 @@ def _pair_chunk(first_exponent, generator):
     return make(0, exp_a.expand(shape)), make(1, exp_b.expand(shape))
 
 
+MODEL_SOURCES = ("oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py", "oracles/mufu/tables.py",
+                 "oracles/mufu/baseline.py")
+
+
+def model_source_sha256():
+    """sha256 over the source files of the primitive model, so a proof is tied to the code it proved."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return tables.sha256(b"".join((root / name).read_bytes() for name in MODEL_SOURCES))
+
+
 def prove():
     from oracles import numpy_model as model
 
@@ -227,6 +239,7 @@ def prove():
     results["div_full_f32(x, y) exponent pairs"] = tally.result()
     print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
     record = {"provenance": _provenance(), "table_data_sha256": tables.read_provenance()["data_sha256"],
+              "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
               "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
                           "is compared bit for bit", "results": results}
     PROOF_FILE.write_text(json.dumps(record, indent=1) + "\n")

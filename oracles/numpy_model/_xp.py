@@ -38,7 +38,18 @@ def floats(i):
 
 
 def i32(xp, like, value):
-    """An int32 array of ``value`` shaped and placed like ``like``."""
+    """An int32 scalar of ``value`` that broadcasts against ``like`` (on its device for torch)."""
     if xp is np:
-        return np.full(np.shape(like), value, np.int32)
-    return xp.full(like.shape, value, dtype=xp.int32, device=like.device)
+        return np.int32(value)
+    return xp.tensor(value, dtype=xp.int32, device=like.device)
+
+
+def truncate_to_i32(x):
+    """float32 ``x`` converted to int32 toward zero (finite inputs within int32 range)."""
+    xp = namespace(x)
+    return x.astype(np.int32) if xp is np else x.to(xp.int32)
+
+
+def take(table, index):
+    """table[index] for a 1-D table and an int32 index array of the same library."""
+    return np.take(table, index) if isinstance(table, np.ndarray) else table[index]

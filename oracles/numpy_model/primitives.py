@@ -11,17 +11,19 @@ import functools
 import numpy as np
 
 from oracles.mufu import tables as mufu_tables
-from oracles.numpy_model._xp import bits, floats, i32, namespace, require_f32
+from oracles.numpy_model._xp import bits, floats, i32, namespace, require_f32, take, truncate_to_i32
 
 LOG2E = 0x3FB8AA3B  # float32 log2(e), Triton's constant in tl.sigmoid
 ONE = 0x3F800000
 _SIGN = -0x80000000
 _ABS = 0x7FFFFFFF
 _FRACTION = 0x007FFFFF
+_TABLE_SIZE = _FRACTION + 1
 _INF_EXPONENT = 0xFF
 _INF_BITS = _INF_EXPONENT << 23
 _HALF = 0x3F000000
-_EX2_INPUT_LIMIT_EXPONENT = 127 + 7  # |t| >= 128: beyond every table entry
+_EX2_CLAMP = 255.0
+_TWO_TO_23 = 8388608.0
 _EX2_HALVING_THRESHOLD = -126.0
 _RANGE_HIGH = 2.0**126
 _RANGE_LOW = 2.0**-126
@@ -29,101 +31,132 @@ _QUARTER = 0x3E800000
 _TWO_TO_24 = 0x4B800000
 
 
+_BLOCK = 1 << 14  # elements per pass over NumPy arrays, so the temporaries stay in the core's cache
+
+
 @functools.lru_cache(maxsize=None)
 def _tables_on(xp, device):
-    """The measured tables as int32 arrays of library ``xp`` (on ``device`` for torch)."""
+    """The measured tables as int32 arrays of library ``xp`` (on ``device`` for torch).
+
+    "ex2" holds the t >= 0 table followed by the t < 0 one, so one gather serves both signs.
+    """
     tables, specials = mufu_tables.load()
-    if xp is np:
-        converted = {name: t.view(xp.int32) for name, t in tables.items()}
-    else:
-        converted = {name: xp.from_numpy(t.view("int32")).to(device) for name, t in tables.items()}
-    return converted, specials
+    joined = {"ex2": np.concatenate([tables["ex2_pos"], tables["ex2_neg"]]).view(np.int32),
+              "rcp": tables["rcp"].view(np.int32)}
+    if xp is not np:
+        joined = {name: xp.from_numpy(t).to(device) for name, t in joined.items()}
+    return joined, specials
 
 
 def _tables(x):
-    xp = namespace(x)
-    return _tables_on(xp, getattr(x, "device", None))
+    return _tables_on(namespace(x), getattr(x, "device", None))
+
+
+def _f32(x, value_bits):
+    """A float32 scalar of the given bits that broadcasts against ``x``."""
+    return floats(i32(namespace(x), x, value_bits))
+
+
+def _public(kernel):
+    """The public form of ``kernel``: float32 arguments checked by name; NumPy ones broadcast together and
+    run in cache-sized blocks with IEEE exceptions silenced; torch tensors passed through."""
+    names = kernel.__code__.co_varnames[:kernel.__code__.co_argcount]
+
+    @functools.wraps(kernel)
+    def run(*args):
+        args = [require_f32(name, a) for name, a in zip(names, args)]
+        if len({namespace(a) for a in args}) != 1:
+            raise ValueError(f"{', '.join(names)} must all be NumPy arrays or all torch tensors")
+        if namespace(args[0]) is not np:
+            return kernel(*args)
+        shaped = np.broadcast_arrays(*args)
+        with np.errstate(all="ignore"):
+            if shaped[0].size <= _BLOCK:
+                return np.asarray(kernel(*shaped), np.float32)
+            flat = [np.ascontiguousarray(a).reshape(-1) for a in shaped]
+            out = np.empty(flat[0].size, np.float32)
+            for i in range(0, out.size, _BLOCK):
+                out[i:i + _BLOCK] = kernel(*(a[i:i + _BLOCK] for a in flat))
+        return out.reshape(shaped[0].shape)
+
+    run.__name__ = run.__qualname__ = kernel.__name__.lstrip("_")
+    return run
 
 
 def _canonical_nan(r):
     """``r`` with every NaN replaced by the pattern the H200 writes."""
     xp = namespace(r)
-    specials = _tables(r)[1]
-    return xp.where(r != r, floats(i32(xp, r, specials["nan"])), r)
+    is_nan = r != r
+    if xp is np and not is_nan.any():
+        return r
+    return xp.where(is_nan, _f32(r, _tables(r)[1]["nan"]), r)
 
 
-def add_rn(a, b):
+def _add_rn(a, b):
     """FADD (add.f32 / add.rn.f32): IEEE binary32 sum, round to nearest even."""
-    a, b = require_f32("a", a), require_f32("b", b)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _canonical_nan(a + b)
+    return _canonical_nan(a + b)
 
 
-def mul_rn(a, b):
+def _mul_rn(a, b):
     """FMUL (mul.f32 / mul.rn.f32): IEEE binary32 product, round to nearest even."""
-    a, b = require_f32("a", a), require_f32("b", b)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        return _canonical_nan(a * b)
+    return _canonical_nan(a * b)
 
 
-def ex2_approx_ftz_f32(t):
+def _ex2_approx_ftz_f32(t):
     """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point, one measured table per sign."""
-    t = require_f32("t", t)
     xp = namespace(t)
     (table, specials), b = _tables(t), bits(t)
+    sign = b >> 31  # 0 or -1
+    # floor(|t| * 2^23): |t| clamped to 255 (every |t| >= 128 saturates), scaled exactly, truncated.
+    fixed = truncate_to_i32(xp.clip(xp.abs(t), 0.0, _EX2_CLAMP) * _TWO_TO_23)
+    e = take(table["ex2"], (fixed & _FRACTION) | (sign & _TABLE_SIZE))
+    n = ((fixed >> 23) ^ sign) - sign  # the integer part, negative for t < 0
+    exponent = (e >> 23) + n
+    result = xp.where(exponent <= 0, 0, xp.where(exponent >= _INF_EXPONENT, i32(xp, b, _INF_BITS), e + (n << 23)))
+    return floats(xp.where((b & _ABS) > _INF_BITS, specials["nan"], result))
+
+
+def _ex2_approx_f32(t):
+    """ex2.approx.f32: below -126, MUFU.EX2 of t * 0.5 squared by an FMUL, so subnormal results survive."""
+    xp = namespace(t)
+    low = t < _EX2_HALVING_THRESHOLD
+    e = _ex2_approx_ftz_f32(xp.where(low, _mul_rn(t, _f32(t, _HALF)), t))
+    return xp.where(low, _mul_rn(e, e), e)
+
+
+def _rcp_approx_ftz_f32(y):
+    """MUFU.RCP (rcp.approx.ftz.f32): measured significand table, exponent negated, results below 2^-126 flushed."""
+    xp = namespace(y)
+    (table, specials), b = _tables(y), bits(y)
     magnitude = b & _ABS
     exponent = magnitude >> 23
-    significand = (magnitude & _FRACTION) | (_FRACTION + 1)
-    # floor(|t| * 2^23) for |t| < 128: the integer part n and 23 fraction bits f, truncated.
-    shift = exponent - 127
-    fixed = xp.where(shift >= 0, significand << xp.clip(shift, 0, 6), significand >> xp.clip(-shift, 0, 31))
-    n, f = fixed >> 23, fixed & _FRACTION
-    positive = table["ex2_pos"][f] + (n << 23)
-    negative_exponent = (table["ex2_neg"][f] >> 23) - n
-    negative = xp.where(negative_exponent > 0, table["ex2_neg"][f] - (n << 23), 0)
-    in_range = exponent < _EX2_INPUT_LIMIT_EXPONENT
-    result = xp.where(b < 0, xp.where(in_range, negative, 0),
-                      xp.where(in_range, positive, _INF_BITS))
+    r = take(table["rcp"], b & _FRACTION)
+    result_exponent = (r >> 23) + 127 - exponent  # <= 0 for infinite y too
+    result = xp.where(result_exponent <= 0, 0, (r & _FRACTION) | (result_exponent << 23))
+    result = xp.where(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
     return floats(xp.where(magnitude > _INF_BITS, specials["nan"], result))
 
 
-def ex2_approx_f32(t):
-    """ex2.approx.f32: below -126, MUFU.EX2 of t * 0.5 squared by an FMUL, so subnormal results survive."""
-    t = require_f32("t", t)
-    xp = namespace(t)
-    low = t < _EX2_HALVING_THRESHOLD
-    half = ex2_approx_ftz_f32(mul_rn(t, floats(i32(xp, t, _HALF))))
-    return xp.where(low, mul_rn(half, half), ex2_approx_ftz_f32(t))
-
-
-def rcp_approx_ftz_f32(y):
-    """MUFU.RCP (rcp.approx.ftz.f32): measured significand table, exponent negated, results below 2^-126 flushed."""
-    y = require_f32("y", y)
-    xp = namespace(y)
-    (table, specials), b = _tables(y), bits(y)
-    sign, magnitude = b & _SIGN, b & _ABS
-    exponent = magnitude >> 23
-    r = table["rcp"][magnitude & _FRACTION]
-    result_exponent = (r >> 23) - (exponent - 127)
-    normal = xp.where(result_exponent > 0, (r & _FRACTION) | (result_exponent << 23), 0)
-    result = xp.where(exponent == 0, _INF_BITS, xp.where(exponent == _INF_EXPONENT, 0, normal))
-    return floats(xp.where(magnitude > _INF_BITS, specials["nan"], result | sign))
-
-
-def div_full_f32(x, y):
+def _div_full_f32(x, y):
     """div.full.f32: x and y scaled by 0.25 when |y| > 2^126, by 2^24 when |y| < 2^-126, then MUFU.RCP(y') * x'."""
-    x, y = require_f32("x", x), require_f32("y", y)
     xp = namespace(y)
     magnitude = xp.abs(y)
     k = floats(xp.where(magnitude > _RANGE_HIGH, _QUARTER,
                         xp.where(magnitude < _RANGE_LOW, i32(xp, y, _TWO_TO_24), ONE)))
-    return mul_rn(rcp_approx_ftz_f32(mul_rn(y, k)), mul_rn(x, k))
+    return _mul_rn(_rcp_approx_ftz_f32(_mul_rn(y, k)), _mul_rn(x, k))
 
 
-def sigmoid_f32(x):
+def _sigmoid_f32(x):
     """Triton 3.6.0's tl.sigmoid: sub.f32 0 - x, mul.f32 by log2(e), ex2.approx.f32, add.f32 1.0, div.full.f32 1.0 / d."""
-    x = require_f32("x", x)
-    xp = namespace(x)
-    zero, one = floats(i32(xp, x, 0)), floats(i32(xp, x, ONE))
-    t = mul_rn(add_rn(zero, -x), floats(i32(xp, x, LOG2E)))
-    return div_full_f32(one, add_rn(ex2_approx_f32(t), one))
+    one = _f32(x, ONE)
+    t = _mul_rn(_add_rn(_f32(x, 0), -x), _f32(x, LOG2E))
+    return _div_full_f32(one, _add_rn(_ex2_approx_f32(t), one))
+
+
+add_rn = _public(_add_rn)
+mul_rn = _public(_mul_rn)
+ex2_approx_ftz_f32 = _public(_ex2_approx_ftz_f32)
+ex2_approx_f32 = _public(_ex2_approx_f32)
+rcp_approx_ftz_f32 = _public(_rcp_approx_ftz_f32)
+div_full_f32 = _public(_div_full_f32)
+sigmoid_f32 = _public(_sigmoid_f32)

@@ -1,0 +1,14 @@
+"""FlashInfer's routingIndicesDynBlockKernel, built from the installed flashinfer-python sources, as the
+oracle for the routing metadata. ``make flashinfer-oracle`` builds the library; ``dyn_block`` runs it."""
+
+from oracles.flashinfer_routing.dyn_block import (
+    DEFAULT_POISON,
+    DynBlockMetadata,
+    FlashInferOracleError,
+    dyn_block_metadata,
+    load_library,
+    to_meta,
+)
+
+__all__ = ["DEFAULT_POISON", "DynBlockMetadata", "FlashInferOracleError", "dyn_block_metadata",
+           "load_library", "to_meta"]

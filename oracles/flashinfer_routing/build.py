@@ -1,0 +1,128 @@
+"""Build FlashInfer's dyn-block routing kernel into a shared library from the installed package's sources.
+
+Only the project's translation unit and header stand-ins live in the repository; every FlashInfer header is
+read from the installed ``flashinfer-python`` package at build time. Needs nvcc, not a GPU. The CUDA runtime
+is linked statically, so the library runs on a machine with a driver and no toolkit.
+
+    python -m oracles.flashinfer_routing [--arch sm_90a ...] [--force]
+"""
+
+import argparse
+import fcntl
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[1]
+SOURCE = HERE / "dyn_block_oracle.cu"
+STAND_INS = HERE / "stand_ins"
+BUILD_DIR = REPO_ROOT / "build" / "flashinfer_oracle"
+LIBRARY = BUILD_DIR / "libfi_dyn_block.so"
+# What the library was built from; a differing build (sources, flags, package) rebuilds it.
+STAMP = BUILD_DIR / "libfi_dyn_block.stamp"
+LOCK = BUILD_DIR / ".lock"
+
+FLASHINFER_DIST = "flashinfer-python"
+FLASHINFER_VERSION = "0.7.2.post1"
+ARCHS_ENV = "FLASHINFER_ORACLE_ARCHS"
+DEFAULT_ARCHS = ("sm_90a",)
+_ARCH = re.compile(r"sm_(\d+[af]?)")
+
+# FlashInfer's own flags for its routing module (flashinfer/jit/moe_utils.py, jit/fused_moe.py, jit/cpp_ext.py).
+_DEFINES = ["-DTLLM_ENABLE_CUDA", "-DTLLM_GEN_EXPORT_INTERFACE", "-DENABLE_BF16", "-DENABLE_FP8",
+            "-DENABLE_FP4"]
+_FLAGS = ["-std=c++17", "-O3", "--expt-relaxed-constexpr", "-static-global-template-stub=false",
+          "-shared", "--compiler-options=-fPIC", "-cudart", "static"]
+# Relative to the package's data folder. CCCL comes first: FlashInfer puts its vendored copy ahead of the
+# toolkit's (jit/cpp_ext.py), so the oracle builds against the CCCL FlashInfer ships.
+_PACKAGE_INCLUDES = ["cccl/cub", "cccl/libcudacxx/include", "cccl/thrust", "include",
+                     "csrc/fused_moe/trtllm_backend", "csrc/nv_internal/include", "cutlass/include",
+                     "spdlog/include"]
+
+
+def flashinfer_data_dir() -> Path:
+    """The installed FlashInfer package's ``data`` folder (its headers), found without importing it."""
+    try:
+        version = importlib.metadata.version(FLASHINFER_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    if version != FLASHINFER_VERSION:
+        raise RuntimeError(f"the oracle builds from {FLASHINFER_DIST}=={FLASHINFER_VERSION}, found "
+                           f"{version}: pip install --no-deps {FLASHINFER_DIST}=={FLASHINFER_VERSION}")
+    spec = importlib.util.find_spec("flashinfer")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    if not (data / "csrc/fused_moe/trtllm_backend/trtllm_fused_moe_routing_custom.cuh").is_file():
+        raise RuntimeError(f"{data} lacks FlashInfer's routing sources")
+    return data
+
+
+def archs_from_env() -> tuple:
+    """Target architectures: $FLASHINFER_ORACLE_ARCHS (space or comma separated), else sm_90a."""
+    value = os.environ.get(ARCHS_ENV, "").replace(",", " ").split()
+    return tuple(value) or DEFAULT_ARCHS
+
+
+def _gencode(arch: str) -> str:
+    match = _ARCH.fullmatch(arch)
+    if match is None:
+        raise ValueError(f"arch must look like sm_90a or sm_90, got {arch!r}")
+    return f"-gencode=arch=compute_{match.group(1)},code={arch}"
+
+
+def nvcc_command(archs, output: Path, data: Path) -> list:
+    """The nvcc command line that builds the library into ``output``."""
+    includes = [f"-I{STAND_INS}"] + [f"-I{data / sub}" for sub in _PACKAGE_INCLUDES]
+    return ([_nvcc(), *_FLAGS, *_DEFINES, *(_gencode(a) for a in archs), *includes, str(SOURCE), "-o",
+             str(output)])
+
+
+def _nvcc() -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise RuntimeError("nvcc is not on PATH: the FlashInfer oracle is built with the CUDA toolkit")
+    return nvcc
+
+
+def _fingerprint(command) -> str:
+    digest = hashlib.sha256("\0".join(command).encode())
+    for path in [SOURCE, *sorted(p for p in STAND_INS.rglob("*") if p.is_file())]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def build(archs=None, force: bool = False) -> Path:
+    """Build the library unless an identical build is in place; return its path.
+
+    Safe under concurrent callers (pytest-xdist workers): one builds, the others wait and reuse it.
+    """
+    archs = tuple(archs or archs_from_env())
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    partial = LIBRARY.with_suffix(".so.partial")
+    command = nvcc_command(archs, partial, flashinfer_data_dir())
+    fingerprint = _fingerprint(command)
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force and LIBRARY.is_file() and STAMP.is_file() and STAMP.read_text() == fingerprint:
+            return LIBRARY
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"nvcc failed ({result.returncode}):\n{' '.join(command)}\n{result.stderr}")
+        os.replace(partial, LIBRARY)
+        STAMP.write_text(fingerprint)
+    return LIBRARY
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", action="append", help=f"target, e.g. sm_90a (default: ${ARCHS_ENV} "
+                                                        f"or {' '.join(DEFAULT_ARCHS)}); repeatable")
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    args = parser.parse_args(argv)
+    print(build(args.arch, force=args.force))
+    return 0

@@ -1,0 +1,225 @@
+// FlashInfer's routingIndicesDynBlockKernel as an oracle for the routing metadata, built from the
+// installed flashinfer-python package's own sources (nothing of FlashInfer is copied here).
+//
+// The C entry point fi_dyn_block_metadata takes top-k expert ids on the host, fills every output buffer
+// with a caller-chosen poison value, calls routingCustom::launchDynBlockKernel exactly as FlashInfer's
+// runPostTopKPipeline does for precomputed ids, and copies every buffer back, so that elements the
+// kernel does not write can be compared too.
+//
+// Build time: FlashInfer's LAUNCH_ROUTING_CUSTOM instantiates every routing policy, expert tier and
+// dtype (minutes of nvcc). It is narrowed here, before the kernel header is read, to the one instance
+// that FlashInfer's own dispatch selects for this oracle's configuration; the narrowed macro checks at
+// run time, with FlashInfer's own dispatch predicates, that the full dispatch would select that same
+// instance, and otherwise launches nothing (which the entry point reports as an error).
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <type_traits>
+#include <vector>
+
+#include "flashinfer/trtllm/fused_moe/RoutingCustomPolicy.cuh"
+
+namespace fi_oracle {
+
+namespace routing = moe::dev::routing;
+namespace custom = moe::dev::routing::routingCustom;
+
+// The instance compiled into this library: the policy pair runPostTopKPipeline sets for precomputed
+// ids (its TopKIds branch never calls the policy), FP32 outputs, and the tier covering 256 experts, top 8.
+using PreProc = routing::NoOpPreprocess;
+using PostProc = routing::SoftmaxPostprocess;
+constexpr routing::RoutingPreprocessType kPreprocess = routing::RoutingPreprocessType::None;
+constexpr routing::RoutingPostprocessType kPostprocess = routing::RoutingPostprocessType::Softmax;
+constexpr int kTierExperts = 256;
+constexpr int kTierTopK = 8;
+
+// Launches made through the narrowed dispatch since the last reset.
+int gLaunches = 0;
+
+// True when FlashInfer's full LAUNCH_ROUTING_CUSTOM dispatch would launch the instance compiled here.
+inline bool dispatchSelectsCompiledInstance(custom::Data const& data) {
+  bool selected = false;
+  custom::dispatchRoutingPolicy(data, [&](auto preProc, auto postProc, char const* /*policyName*/) {
+    using Pairs = typename custom::PolicyTraits<decltype(preProc), decltype(postProc)>::Pairs;
+    custom::dispatchTierPairs(static_cast<Pairs*>(nullptr), data, [&](auto eTag, auto kTag) {
+      selected = std::is_same_v<decltype(preProc), PreProc> &&
+                 std::is_same_v<decltype(postProc), PostProc> &&
+                 decltype(eTag)::value == kTierExperts && decltype(kTag)::value == kTierTopK;
+    });
+  });
+  return selected && data.mDtypeOutput == routing::tg::Dtype::Fp32;
+}
+
+}  // namespace fi_oracle
+
+// FlashInfer's LAUNCH_ROUTING_CUSTOM with the policy/tier/dtype dispatch replaced by the one instance
+// above, for the dyn-block kernel only; the static block kernel the same header defines is not compiled
+// (its launcher launches nothing).
+#undef LAUNCH_ROUTING_CUSTOM
+#define LAUNCH_ROUTING_CUSTOM(data, coopLaunch, kernel, numBlocks, numThreads, smemSize, stream) \
+  FI_ORACLE_LAUNCH_##kernel(data, coopLaunch, kernel, numBlocks, numThreads, smemSize, stream)
+#define FI_ORACLE_LAUNCH_routingIndicesBlockKernel(...) \
+  do {                                                  \
+  } while (0)
+#define FI_ORACLE_LAUNCH_routingIndicesDynBlockKernel(data, coopLaunch, kernel, numBlocks,           \
+                                                      numThreads, smemSize, stream)                  \
+  if (::fi_oracle::dispatchSelectsCompiledInstance(data)) {                                          \
+    using LaunchConfig_ =                                                                            \
+        DefaultRoutingLaunchConfig<::fi_oracle::kTierExperts, ::fi_oracle::kTierTopK>;               \
+    int const effectiveThreads_ = LaunchConfig_::blockDim(data, static_cast<int>(numThreads));      \
+    int const effectiveBlocks_ =                                                                     \
+        LaunchConfig_::gridDim(data, static_cast<int>(numBlocks), effectiveThreads_);               \
+    LAUNCH_PDL_ROUTING(data, coopLaunch,                                                             \
+                       LAUNCH_ESC(float, float, ::fi_oracle::kTierExperts, ::fi_oracle::kTierTopK,  \
+                                  TopKExpertSelect<::fi_oracle::PreProc, ::fi_oracle::PostProc>),   \
+                       kernel, effectiveBlocks_, effectiveThreads_, smemSize, stream);               \
+    ++::fi_oracle::gLaunches;                                                                        \
+  }
+
+#define FLASHINFER_ROUTING_CUSTOM_BLOCK_GROUP
+#include "trtllm_fused_moe_routing_custom.cuh"
+
+namespace fi_oracle {
+
+enum Status : int { kOk = 0, kBadArgument = 1, kCudaError = 2, kNotLaunched = 3, kException = 4 };
+
+// One output buffer: the caller's host array and its device twin.
+struct Buffer {
+  int32_t* host;
+  int32_t count;
+  int32_t* device = nullptr;
+};
+
+// Owns the device buffers of one call; frees them on every exit path.
+class DeviceBuffers {
+ public:
+  ~DeviceBuffers() {
+    for (int32_t* ptr : mOwned) cudaFree(ptr);
+  }
+  cudaError_t allocate(int32_t** ptr, int32_t count) {
+    cudaError_t const err = cudaMalloc(reinterpret_cast<void**>(ptr), sizeof(int32_t) * count);
+    if (err == cudaSuccess) mOwned.push_back(*ptr);
+    return err;
+  }
+
+ private:
+  std::vector<int32_t*> mOwned;
+};
+
+// FlashInfer's routing Runner: log2 of a power-of-two tile, else -1 (the kernels then divide).
+int32_t paddingLog2(int32_t tileN) {
+  int32_t log2 = 0;
+  while ((1 << (log2 + 1)) <= tileN) ++log2;
+  return (1 << log2) == tileN ? log2 : -1;
+}
+
+// Fills count int32 elements at device pointer ptr with value.
+__global__ void fillKernel(int32_t* ptr, int32_t count, int32_t value) {
+  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    ptr[i] = value;
+  }
+}
+
+void writeMessage(char* message, int32_t capacity, char const* text) {
+  if (message != nullptr && capacity > 0) std::snprintf(message, capacity, "%s", text);
+}
+
+int cudaStatus(cudaError_t err, char const* what, char* message, int32_t capacity) {
+  char text[512];
+  std::snprintf(text, sizeof(text), "%s: %s (%s)", what, cudaGetErrorName(err),
+                cudaGetErrorString(err));
+  writeMessage(message, capacity, text);
+  return kCudaError;
+}
+
+}  // namespace fi_oracle
+
+// Runs FlashInfer's dyn-block routing kernel on ids [numTokens, topK] (host, int32) for the local experts
+// [localExpertOffset, localExpertOffset + numLocalExperts) and tile tileN. Every output buffer is first
+// filled with `poison` on the device and copied back whole. scalars receives [permuted_idx_size,
+// num_non_exiting_ctas]. Returns 0 on success, else a nonzero status with a message.
+extern "C" int fi_dyn_block_metadata(int32_t const* ids, int32_t numTokens, int32_t numExperts,
+                                     int32_t topK, int32_t localExpertOffset,
+                                     int32_t numLocalExperts, int32_t tileN, int32_t poison,
+                                     int32_t* expandedToPermuted, int32_t expandedCount,
+                                     int32_t* ctaBatch, int32_t* ctaLimit, int32_t ctaCount,
+                                     int32_t* permutedToToken, int32_t permutedCount,
+                                     int32_t* scalars, char* message, int32_t messageCapacity) {
+  using namespace fi_oracle;
+  int32_t const routes = numTokens * topK;
+  if (numTokens < 1 || numTokens > custom::DynBlockKernelMaxNumTokens || topK < 1 ||
+      numExperts < topK || tileN < 1 || expandedCount < routes || ctaCount < routes ||
+      permutedCount / tileN < routes) {
+    writeMessage(message, messageCapacity,
+                 "bad shape: need 1 <= numTokens <= DynBlockKernelMaxNumTokens, topK <= numExperts, "
+                 "and buffers of at least numTokens*topK entries (CTA rows: times tileN)");
+    return kBadArgument;
+  }
+  try {
+    Buffer outputs[] = {{expandedToPermuted, expandedCount}, {ctaBatch, ctaCount},
+                        {ctaLimit, ctaCount},                {permutedToToken, permutedCount},
+                        {scalars, 1},                        {scalars + 1, 1}};
+    DeviceBuffers owner;
+    int32_t* deviceIds = nullptr;
+    cudaError_t err = owner.allocate(&deviceIds, routes);
+    if (err != cudaSuccess) return cudaStatus(err, "cudaMalloc", message, messageCapacity);
+    err = cudaMemcpy(deviceIds, ids, sizeof(int32_t) * routes, cudaMemcpyHostToDevice);
+    if (err != cudaSuccess) return cudaStatus(err, "copying ids", message, messageCapacity);
+    for (Buffer& out : outputs) {
+      err = owner.allocate(&out.device, out.count);
+      if (err != cudaSuccess) return cudaStatus(err, "cudaMalloc", message, messageCapacity);
+      fillKernel<<<(out.count + 255) / 256, 256>>>(out.device, out.count, poison);
+    }
+    err = cudaGetLastError();
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) return cudaStatus(err, "poisoning outputs", message, messageCapacity);
+
+    custom::Data data;
+    data.mUsePdl = false;
+    data.mPtrTopKIds = deviceIds;
+    data.mPtrExpandedIdxToPermutedIdx = outputs[0].device;
+    data.mPtrCtaIdxXyToBatchIdx = outputs[1].device;
+    data.mPtrCtaIdxXyToMnLimit = outputs[2].device;
+    data.mPtrPermutedIdxToTokenIdx = outputs[3].device;
+    data.mPtrPermutedIdxSize = outputs[4].device;
+    data.mPtrNumNonExitingCtas = outputs[5].device;
+    data.mNumTokens = numTokens;
+    data.mNumExperts = numExperts;
+    data.mTopK = topK;
+    data.mTileTokensDim = tileN;
+    data.mPaddingLog2 = paddingLog2(tileN);
+    data.mLocalExpertsStartIdx = localExpertOffset;
+    data.mLocalExpertsStrideLog2 = 0;
+    data.mNumLocalExperts = numLocalExperts;
+    // runPostTopKPipeline's settings for precomputed ids.
+    data.mDtypeOutput = routing::tg::Dtype::Fp32;
+    data.mDtypeInput = data.mDtypeOutput;
+    data.mPreprocessType = kPreprocess;
+    data.mPostprocessType = kPostprocess;
+    uint32_t const numThreadsHist =
+        std::min(1024u, static_cast<uint32_t>(custom::getMaxNumExperts(numExperts)));
+
+    gLaunches = 0;
+    bool const covered = custom::launchDynBlockKernel(data, numThreadsHist, /*stream=*/nullptr);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return cudaStatus(err, "launching the kernel", message, messageCapacity);
+    if (!covered || gLaunches != 1) {
+      writeMessage(message, messageCapacity,
+                   "launchDynBlockKernel launched nothing: FlashInfer's dispatch does not select the "
+                   "one instance compiled into this library for this configuration");
+      return kNotLaunched;
+    }
+    err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) return cudaStatus(err, "running the kernel", message, messageCapacity);
+    for (Buffer const& out : outputs) {
+      err = cudaMemcpy(out.host, out.device, sizeof(int32_t) * out.count, cudaMemcpyDeviceToHost);
+      if (err != cudaSuccess) return cudaStatus(err, "copying outputs", message, messageCapacity);
+    }
+    return kOk;
+  } catch (std::exception const& e) {
+    writeMessage(message, messageCapacity, e.what());
+    return kException;
+  }
+}

@@ -1,0 +1,186 @@
+"""The float arithmetic of a PTX kernel, read off its text: the ordered op list and its expression trees.
+
+A "float op" is an instruction that computes a new float value (add, sub, mul, fma, div, ex2, rcp, cvt...);
+selections and comparisons (mov, selp, setp, min, max, shuffles) only move or compare values and are not
+float ops. Operands are resolved through register copies (`mov` of a register or an immediate), so
+`mov.b32 %r1, 0f3F800000; add.f32 %r2, %r3, %r1` reads as add.f32(%r3, 0f3F800000).
+
+Expression trees are canonical strings: `opcode(arg, ...)`, with the operands of commutative ops (add,
+mul, and the two factors of fma/mad) sorted, float immediates as `0fXXXXXXXX`, and every value not
+computed by a float op (a load, a parameter, a selected value) as LEAF. Two kernels compute the same
+float arithmetic when their root trees (values no float op consumes: stored, compared, selected) agree.
+"""
+
+import collections
+import dataclasses
+import re
+
+LEAF = "?"
+FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f32x2", "f64"})
+VALUE_OPS = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
+                       "cos", "tanh", "neg", "abs", "copysign", "cvt"})
+_COMMUTATIVE = frozenset({"add", "mul"})
+_FUSED = frozenset({"fma", "mad"})
+_NO_DESTINATION = frozenset({"st", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "red", "prefetch",
+                             "trap", "call", "cp", "griddepcontrol", "mbarrier"})
+_FLOAT_IMMEDIATE = re.compile(r"^0[fF][0-9a-fA-F]{8}$")
+_REGISTER = re.compile(r"%?[A-Za-z_$][\w$]*")
+_LABEL = re.compile(r"^[$\w]+:\s*")
+
+
+@dataclasses.dataclass(frozen=True)
+class Instruction:
+    """One PTX instruction: opcode with its modifiers (e.g. `div.full.f32`), operands as written."""
+    opcode: str
+    operands: tuple
+    predicate: str = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatOp:
+    """A float op: opcode with modifiers, destination register, sources resolved through copies."""
+    opcode: str
+    dst: str
+    srcs: tuple
+    predicate: str = None
+
+
+def parse_instructions(ptx: str) -> tuple:
+    """Every instruction of the PTX text in program order (directives, labels, comments and braces dropped)."""
+    text = re.sub(r"/\*.*?\*/", " ", ptx, flags=re.S)
+    lines = [re.sub(r"//.*", "", line).strip() for line in text.splitlines()]
+    body = "\n".join(line for line in lines if line and not line.startswith("."))
+    return tuple(ins for stmt in body.split(";") if (ins := _parse_statement(stmt)) is not None)
+
+
+def _parse_statement(stmt):
+    """An Instruction, or None for an empty statement."""
+    stmt = stmt.strip()
+    while True:
+        stripped = _LABEL.sub("", stmt.lstrip("{}() \t\n"))
+        if stripped == stmt:
+            break
+        stmt = stripped
+    if not stmt:
+        return None
+    predicate = None
+    if stmt.startswith("@"):
+        predicate, stmt = stmt.split(None, 1)
+    opcode, _, rest = stmt.replace("\t", " ").partition(" ")
+    rest = rest.strip()
+    operands = tuple(op.strip() for op in _split_top_level(rest)) if rest else ()
+    return Instruction(opcode, operands, predicate)
+
+
+def _split_top_level(text):
+    """Split operands on commas outside braces and brackets."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _base(opcode):
+    return opcode.split(".", 1)[0]
+
+
+def is_float_op(opcode: str) -> bool:
+    """Whether an opcode computes a float value (see the module docstring)."""
+    parts = opcode.split(".")
+    return parts[0] in VALUE_OPS and any(p in FLOAT_TYPES for p in parts[1:])
+
+
+def _destinations(ins):
+    """Registers an instruction writes."""
+    if _base(ins.opcode) in _NO_DESTINATION or not ins.operands:
+        return ()
+    return tuple(_REGISTER.findall(ins.operands[0].replace("|", " ")))
+
+
+def _copy_sources(instructions):
+    """Register -> what it copies, for `mov` destinations written exactly once."""
+    writes = collections.Counter(r for ins in instructions for r in _destinations(ins))
+    copies = {}
+    for ins in instructions:
+        if _base(ins.opcode) == "mov" and ins.predicate is None and len(ins.operands) == 2:
+            dst, src = ins.operands
+            if writes[dst] == 1 and (_FLOAT_IMMEDIATE.match(src) or _REGISTER.fullmatch(src)):
+                copies[dst] = src
+    return copies, writes
+
+
+def _resolve(operand, copies):
+    """Follow register copies to their origin; float immediates are normalized to 0fXXXXXXXX."""
+    seen = set()
+    while operand in copies and operand not in seen:
+        seen.add(operand)
+        operand = copies[operand]
+    if _FLOAT_IMMEDIATE.match(operand):
+        return "0f" + operand[2:].upper()
+    return operand
+
+
+def float_ops(ptx: str) -> tuple:
+    """The float ops of the PTX in program order, sources resolved through copies.
+
+    Raises ValueError if a float op's destination is written more than once: the trees assume SSA form.
+    """
+    instructions = parse_instructions(ptx)
+    copies, writes = _copy_sources(instructions)
+    ops = []
+    for ins in instructions:
+        if not is_float_op(ins.opcode):
+            continue
+        dst, *srcs = ins.operands
+        if writes[dst] != 1:
+            raise ValueError(f"PTX register {dst} ({ins.opcode}) is written {writes[dst]} times; "
+                             "float-op trees need each float result written once")
+        ops.append(FloatOp(ins.opcode, dst, tuple(_resolve(s, copies) for s in srcs), ins.predicate))
+    return tuple(ops)
+
+
+def expression(opcode: str, *args: str) -> str:
+    """Canonical tree string of one op applied to argument trees (commutative operands sorted)."""
+    base = _base(opcode)
+    if base in _COMMUTATIVE:
+        args = tuple(sorted(args))
+    elif base in _FUSED:
+        args = tuple(sorted(args[:2])) + tuple(args[2:])
+    return f"{opcode}({', '.join(args)})"
+
+
+def float_immediate(bits: int) -> str:
+    """The tree string of a float32 immediate given its bit pattern."""
+    return f"0f{bits:08X}"
+
+
+def expression_roots(ptx: str) -> collections.Counter:
+    """Counter of the canonical trees of every float op whose result no float op consumes."""
+    ops = float_ops(ptx)
+    by_dst = {op.dst: op for op in ops}
+    consumed = {s for op in ops for s in op.srcs}
+    memo = {}
+
+    def tree(operand):
+        if operand in memo:
+            return memo[operand]
+        op = by_dst.get(operand)
+        if op is not None:
+            result = expression(op.opcode, *(tree(s) for s in op.srcs))
+        elif _FLOAT_IMMEDIATE.match(operand):
+            result = operand
+        else:
+            result = LEAF
+        memo[operand] = result
+        return result
+
+    return collections.Counter(tree(op.dst) for op in ops if op.dst not in consumed)

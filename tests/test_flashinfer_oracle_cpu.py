@@ -1,0 +1,142 @@
+"""The FlashInfer oracle without a GPU: its library builds from the installed package and loads, holds
+FlashInfer's one dyn-block kernel instance, reports CUDA errors, and the wrapper rejects bad arguments."""
+
+import ctypes
+import glob
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K
+from oracles.flashinfer_routing import build, dyn_block_metadata, load_library
+
+# The instance FlashInfer's runPostTopKPipeline dispatches for precomputed ids, 256 experts, top 8, FP32,
+# demangled with whitespace removed.
+_PARAMS = ("moe::dev::routing::routingCustom::KernelParams<float,float,256,8,moe::dev::routing::TopKExpertSelect<"
+           "moe::dev::routing::NoOpPreprocess,moe::dev::routing::SoftmaxPostprocess>>")
+_DYN_BLOCK_INSTANCE = f"voidmoe::dev::routing::routingCustom::routingIndicesDynBlockKernel<{_PARAMS}>({_PARAMS})"
+_FILL_KERNEL = "fi_oracle::fillKernel(int*,int,int)"
+
+
+@pytest.fixture(scope="module")
+def library_path():
+    return build.build()
+
+
+def _cuobjdump():
+    import triton
+    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+
+
+def _demangle(names):
+    result = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
+    return ["".join(name.split()) for name in result.stdout.split("\n")[:len(names)]]
+
+
+def test_library_builds_and_loads(library_path):
+    entry = ctypes.CDLL(str(library_path)).fi_dyn_block_metadata
+    assert entry is not None
+
+
+def test_library_holds_only_flashinfers_dyn_block_instance_for_the_target_archs(library_path):
+    listing = subprocess.run([str(_cuobjdump()), "-sass", str(library_path)], capture_output=True,
+                             text=True, check=True).stdout
+    assert set(re.findall(r"arch = (\w+)", listing)) == set(build.archs_from_env())
+    kernels = _demangle(re.findall(r"Function : (\S+)", listing))
+    assert sorted(kernels) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
+
+
+def test_build_reads_flashinfer_from_the_installed_package():
+    data = build.flashinfer_data_dir()
+    command = build.nvcc_command(build.DEFAULT_ARCHS, Path("out.so"), data)
+    package_includes = [flag for flag in command if flag.startswith(f"-I{data}")]
+    assert len(package_includes) == len(build._PACKAGE_INCLUDES)
+    assert "-cudart" in command and command[command.index("-cudart") + 1] == "static"
+    stand_ins = [Path(p) for p in glob.glob(f"{build.STAND_INS}/**/*.h", recursive=True)]
+    assert {p.name for p in stand_ins} == {"cublasLt.h", "cublas_v2.h", "tvm_ffi_utils.h", "DtypeDecl.h",
+                                           "SfLayoutDecl.h"}
+
+
+def test_bad_arch_is_refused():
+    with pytest.raises(ValueError, match="arch"):
+        build.nvcc_command(["90a"], Path("out.so"), build.flashinfer_data_dir())
+
+
+def test_cuda_error_raises_with_its_name(library_path):
+    """Without a usable device (none here, or hidden on a GPU machine) the call fails loudly."""
+    code = ("import numpy as np\n"
+            "from oracles.flashinfer_routing import dyn_block_metadata, FlashInferOracleError\n"
+            "try:\n"
+            "    dyn_block_metadata(np.arange(8, dtype=np.int32).reshape(1, 8), 0, 256, 8)\n"
+            "except FlashInferOracleError as e:\n"
+            "    print(e)\n")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(build.REPO_ROOT))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            check=True, cwd=build.REPO_ROOT)
+    assert re.search(r"status 2\): cudaMalloc: cudaError\w+", result.stdout), result.stdout + result.stderr
+
+
+def test_library_refuses_buffers_smaller_than_the_routes(library_path):
+    library = load_library()
+    ids = np.zeros(TOP_K, np.int32)
+    small = np.zeros(TOP_K - 1, np.int32)
+    scalars = np.zeros(2, np.int32)
+    message = ctypes.create_string_buffer(256)
+    i32p = ctypes.POINTER(ctypes.c_int32)
+    ptr = lambda a: a.ctypes.data_as(i32p)  # noqa: E731
+    status = library.fi_dyn_block_metadata(ptr(ids), 1, EXPERTS, TOP_K, 0, EXPERTS, 1, -2, ptr(small),
+                                           small.size, ptr(small), ptr(small), small.size, ptr(small),
+                                           small.size, ptr(scalars), message, len(message))
+    assert status == 1 and b"bad shape" in message.value
+
+
+def _ids(b=1):
+    return np.arange(b * TOP_K, dtype=np.int32).reshape(b, TOP_K)
+
+
+@pytest.mark.parametrize("ids, match", [
+    (_ids().astype(np.int64), "int32"),
+    (_ids().tolist(), "int32"),
+    (_ids().reshape(-1), r"shape \[b, 8\]"),
+    (np.zeros((1, TOP_K + 1), np.int32), r"shape \[b, 8\]"),
+    (np.zeros((0, TOP_K), np.int32), "1 <= b <= 8"),
+    (_ids(MAX_TOKENS + 1) % EXPERTS, "1 <= b <= 8"),
+    (_ids() - 1, r"\[0, 256\)"),
+    (_ids() + EXPERTS - TOP_K + 1, r"\[0, 256\)"),
+    (np.array([[3, 1, 4, 1, 5, 9, 2, 6]], np.int32), "race"),
+])
+def test_bad_ids_are_refused(ids, match):
+    with pytest.raises(ValueError, match=match):
+        dyn_block_metadata(ids, 0, EXPERTS, 8)
+
+
+def test_repeat_in_a_later_token_names_the_token():
+    ids = _ids(3)
+    ids[2, 7] = ids[2, 0]
+    with pytest.raises(ValueError, match="token 2"):
+        dyn_block_metadata(ids, 0, EXPERTS, 8)
+
+
+@pytest.mark.parametrize("offset, count, tile, poison, name", [
+    (-1, 1, 8, -2, "local_expert_offset"),
+    (EXPERTS + 1, 0, 8, -2, "local_expert_offset"),
+    (True, 1, 8, -2, "local_expert_offset"),
+    (1.0, 1, 8, -2, "local_expert_offset"),
+    (0, -1, 8, -2, "num_local_experts"),
+    (0, EXPERTS + 1, 8, -2, "num_local_experts"),
+    (200, 57, 8, -2, "num_local_experts"),
+    (0, EXPERTS, 0, -2, "tile_n"),
+    (0, EXPERTS, MAX_TILE + 1, -2, "tile_n"),
+    (0, EXPERTS, 8.0, -2, "tile_n"),
+    (0, EXPERTS, 8, -1, "poison"),
+    (0, EXPERTS, 8, 0, "poison"),
+    (0, EXPERTS, 8, -(2**31) - 1, "poison"),
+])
+def test_bad_scalars_are_refused(offset, count, tile, poison, name):
+    with pytest.raises(ValueError, match=name):
+        dyn_block_metadata(_ids(), offset, count, tile, poison=poison)

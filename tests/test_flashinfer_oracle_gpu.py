@@ -1,0 +1,170 @@
+"""FlashInfer's routingIndicesDynBlockKernel against the NumPy model's routing_metadata, every META element.
+
+For each b in 1..8 and every tile 1..256, two duplicate-free id sets (one random, one of a rotating
+adversarial kind), each under 18 local ranges: all experts, one picked expert, the widest range holding no
+picked expert, an empty range, and every rank of a split of the 256 experts into 2, 4 and 8 ranks (random
+cuts for the random ids, even cuts for the adversarial ones). 36 cases per (b, tile): 9,216 per b, 73,728
+in all. Both sides start from the same poison, so elements neither writes are compared too.
+"""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from kernel.layout import (
+    EXPERTS,
+    MAX_CTAS,
+    MAX_TILE,
+    MAX_TOKENS,
+    META_CTA_BATCH,
+    META_CTA_LIMIT,
+    META_EXPANDED_TO_PERMUTED,
+    META_NUM_CTAS,
+    META_PADDED_TOKENS,
+    META_PERMUTED_TO_TOKEN,
+    ROUTES,
+    TOP_K,
+    metadata_size,
+)
+from oracles.flashinfer_routing import DEFAULT_POISON, dyn_block_metadata, load_library, to_meta
+from oracles.numpy_model import routing_metadata
+
+pytestmark = pytest.mark.gpu
+
+SEED = 0x5EED_F1A5
+RANKS = (2, 4, 8)
+RANGES_PER_IDS = 4 + sum(RANKS)
+IDS_PER_TILE = 2
+MAX_REPORTED = 5
+
+
+def _random_ids(rng, b):
+    return np.stack([rng.permutation(EXPERTS)[:TOP_K] for _ in range(b)]).astype(np.int32)
+
+
+def _same_experts(rng, b):
+    """Every token on the same 8 experts, in one order: the most tokens per expert."""
+    return np.tile(rng.permutation(EXPERTS)[:TOP_K], (b, 1)).astype(np.int32)
+
+
+def _same_experts_shuffled(rng, b):
+    """The same 8 experts in a different pick order per token: rows follow token order, not pick order."""
+    experts = rng.permutation(EXPERTS)[:TOP_K]
+    return np.stack([rng.permutation(experts) for _ in range(b)]).astype(np.int32)
+
+
+def _edges(rng, b):
+    """Experts 0 and 255 with their neighbours, picked from the outside in."""
+    row = np.array([EXPERTS - 1, 0, EXPERTS - 2, 1, EXPERTS - 3, 2, EXPERTS - 4, 3])
+    return np.stack([np.roll(row, t) for t in range(b)]).astype(np.int32)
+
+
+def _disjoint(rng, b):
+    """Each expert picked by one token at most (8 per token, 4 apart), in descending order."""
+    return (np.arange(b * TOP_K).reshape(b, TOP_K)[:, ::-1] * (EXPERTS // ROUTES)).astype(np.int32)
+
+
+def _shared_hot_expert(rng, b):
+    """Random rows that all hold expert 128, at a different pick position per token."""
+    rows = []
+    for t in range(b):
+        others = rng.permutation(np.delete(np.arange(EXPERTS), EXPERTS // 2))[:TOP_K - 1]
+        rows.append(np.insert(others, t % TOP_K, EXPERTS // 2))
+    return np.stack(rows).astype(np.int32)
+
+
+ADVERSARIAL = (_same_experts, _same_experts_shuffled, _edges, _disjoint, _shared_hot_expert)
+
+
+def _split(cuts):
+    """The ranks [a, b) between consecutive cut points 0 = c0 < c1 < ... < EXPERTS."""
+    return list(zip(cuts[:-1], np.diff(cuts)))
+
+
+def _random_split(rng, ranks):
+    inner = np.sort(rng.choice(np.arange(1, EXPERTS), ranks - 1, replace=False))
+    return _split(np.concatenate([[0], inner, [EXPERTS]]))
+
+
+def _even_split(rng, ranks):
+    return _split(np.arange(0, EXPERTS + 1, EXPERTS // ranks))
+
+
+def _widest_unpicked(ids):
+    """The widest range of experts none of the ids picks."""
+    edges = np.concatenate([[-1], np.unique(ids), [EXPERTS]])
+    i = int(np.argmax(np.diff(edges)))
+    return int(edges[i]) + 1, int(edges[i + 1] - edges[i]) - 1
+
+
+def _ranges(rng, ids, split):
+    ranges = [(0, EXPERTS), (int(ids[-1, 0]), 1), _widest_unpicked(ids), (int(rng.integers(EXPERTS + 1)), 0)]
+    for ranks in RANKS:
+        ranges += split(rng, ranks)
+    return [(int(offset), int(count)) for offset, count in ranges]
+
+
+def _cases(b):
+    """(ids, local_expert_offset, num_local_experts, tile_n) for every case of b tokens."""
+    rng = np.random.default_rng([SEED, b])
+    for tile in range(1, MAX_TILE + 1):
+        kind = ADVERSARIAL[(tile + b) % len(ADVERSARIAL)]
+        for ids, split in ((_random_ids(rng, b), _random_split), (kind(rng, b), _even_split)):
+            for offset, count in _ranges(rng, ids, split):
+                yield ids, offset, count, tile
+
+
+def _field(index, tile):
+    """The META field holding element index, with its offset in it."""
+    fields = [("padded_tokens", META_PADDED_TOKENS, 1), ("num_ctas", META_NUM_CTAS, 1),
+              ("expanded_to_permuted", META_EXPANDED_TO_PERMUTED, ROUTES), ("cta_batch", META_CTA_BATCH, MAX_CTAS),
+              ("cta_limit", META_CTA_LIMIT, MAX_CTAS),
+              ("permuted_to_token", META_PERMUTED_TO_TOKEN, MAX_CTAS * tile)]
+    for name, start, size in fields:
+        if start <= index < start + size:
+            return f"{name}[{index - start}]"
+    return "guard" if index == metadata_size(tile) - 1 else f"gap[{index}]"
+
+
+def _mismatch(ids, offset, count, tile, got, want):
+    where = np.flatnonzero(got != want)[:MAX_REPORTED]
+    diffs = ", ".join(f"{_field(i, tile)}: flashinfer {got[i]} model {want[i]}" for i in where)
+    return f"ids={ids.tolist()} local=[{offset}, {offset + count}) tile={tile}: {diffs}"
+
+
+@pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
+def test_flashinfer_matches_numpy_model(b):
+    compared, mismatches = 0, []
+    for ids, offset, count, tile in _cases(b):
+        got = to_meta(dyn_block_metadata(ids, offset, count, tile, poison=DEFAULT_POISON))
+        want = routing_metadata(ids, offset, count, tile, fill=DEFAULT_POISON)
+        compared += 1
+        if not np.array_equal(got, want):
+            mismatches.append(_mismatch(ids, offset, count, tile, got, want))
+    assert compared == MAX_TILE * IDS_PER_TILE * RANGES_PER_IDS
+    assert not mismatches, f"{len(mismatches)} of {compared} cases differ; first:\n" + \
+        "\n".join(mismatches[:MAX_REPORTED])
+
+
+def test_written_elements_do_not_depend_on_the_poison():
+    """The poison never leaks into what FlashInfer writes: two poisons, the same written elements."""
+    ids = _random_ids(np.random.default_rng(SEED), MAX_TOKENS)
+    first = dyn_block_metadata(ids, 0, EXPERTS, 3, poison=-2)
+    second = dyn_block_metadata(ids, 0, EXPERTS, 3, poison=-(2**31))
+    written = to_meta(first) != -2
+    assert np.array_equal(written, to_meta(second) != -(2**31))
+    assert np.array_equal(to_meta(first)[written], to_meta(second)[written])
+
+
+def test_dispatch_outside_the_compiled_instance_launches_nothing_and_says_so():
+    """512 experts select another FlashInfer tier, not compiled here: the library reports it, not success."""
+    ids = np.arange(TOP_K, dtype=np.int32)
+    out = [np.zeros(n, np.int32) for n in (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS, 2)]
+    i32p = ctypes.POINTER(ctypes.c_int32)
+    ptr = [a.ctypes.data_as(i32p) for a in out]
+    message = ctypes.create_string_buffer(512)
+    status = load_library().fi_dyn_block_metadata(
+        ids.ctypes.data_as(i32p), 1, 2 * EXPERTS, TOP_K, 0, 2 * EXPERTS, 1, -2, ptr[0], ROUTES, ptr[1], ptr[2],
+        MAX_CTAS, ptr[3], MAX_CTAS, ptr[4], message, len(message))
+    assert status == 3 and b"launched nothing" in message.value

@@ -1,0 +1,64 @@
+"""The NumPy model against the outputs the H200 gave for the stratified sample (recorded, with provenance)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from oracles import numpy_model
+from oracles.mufu import sample
+from oracles.mufu.__main__ import SAMPLE_FILE, SAMPLED
+
+RECORD = json.loads(SAMPLE_FILE.read_text())
+CASES = [(name, stratum) for name, arity in SAMPLED.items()
+         for stratum in (sample.UNARY_STRATA if arity == 1 else sample.BINARY_STRATA)]
+
+
+def _inputs(name, stratum):
+    make = (sample.UNARY_STRATA if SAMPLED[name] == 1 else sample.BINARY_STRATA)[stratum]
+    made = make()
+    return [made] if SAMPLED[name] == 1 else list(made)
+
+
+def _model_outputs(name, inputs):
+    return getattr(numpy_model, name)(*(x.view(np.float32) for x in inputs)).view(np.uint32)
+
+
+def _hex(v):
+    return f"0x{int(v):08x}"
+
+
+def test_sample_was_recorded_on_an_h200_and_is_large_enough():
+    prov = RECORD["provenance"]
+    assert prov["gpu"] == "NVIDIA H200" and prov["compute_capability"] == "9.0"
+    assert RECORD["digest_chunk"] == sample.DIGEST_CHUNK
+    for name in SAMPLED:
+        assert sum(s["count"] for s in RECORD["primitives"][name]["strata"].values()) >= 10**6
+
+
+@pytest.mark.parametrize("name,stratum", CASES)
+def test_model_matches_recorded_hardware(name, stratum):
+    inputs = _inputs(name, stratum)
+    recorded = RECORD["primitives"][name]["strata"][stratum]
+    assert recorded["count"] == inputs[0].size, "the sample generator changed since the recording"
+    got = _model_outputs(name, inputs)
+    if "outputs" in recorded:
+        want = np.frombuffer(bytes.fromhex(recorded["outputs"]), ">u4").astype(np.uint32)
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, [
+            {"inputs": [_hex(x[i]) for x in inputs], "hardware": _hex(want[i]), "model": _hex(got[i])}
+            for i in bad[:10]]
+    digests = sample.chunk_digests(got)
+    bad_chunks = [i for i, (a, b) in enumerate(zip(digests, recorded["digests"])) if a != b]
+    assert len(digests) == len(recorded["digests"])
+    assert not bad_chunks, (f"{len(bad_chunks)} chunks of {sample.DIGEST_CHUNK} differ from the H200, first at "
+                            f"inputs {[_hex(x[bad_chunks[0] * sample.DIGEST_CHUNK]) for x in inputs]}")
+
+
+def test_a_single_flipped_output_bit_is_caught():
+    inputs = _inputs("sigmoid_f32", "binades")
+    got = _model_outputs("sigmoid_f32", inputs)
+    got[123_457] ^= 1
+    digests = sample.chunk_digests(got)
+    recorded = RECORD["primitives"]["sigmoid_f32"]["strata"]["binades"]["digests"]
+    assert [i for i, (a, b) in enumerate(zip(digests, recorded)) if a != b] == [123_457 // sample.DIGEST_CHUNK]

@@ -1,0 +1,220 @@
+"""route and routing_metadata of the NumPy model on cases whose answers are derived by hand in comments.
+
+Facts used, each recorded from the H200 in oracles/mufu/data: sigmoid(0) = 0.5, sigmoid(+inf) = 1.0,
+sigmoid(-inf) = +0.0 (the proof file covers every input); MUFU.RCP of a power of two is exact, so
+div_full(x, 2^k) = x * 2^-k for the small values below; 1e-15 is absorbed by any total >= 2^-20.
+"""
+
+import numpy as np
+import pytest
+
+import oracles.numpy_model as model
+from kernel.layout import (
+    META_CTA_BATCH,
+    META_CTA_LIMIT,
+    META_EXPANDED_TO_PERMUTED,
+    META_NUM_CTAS,
+    META_PADDED_TOKENS,
+    META_PERMUTED_TO_TOKEN,
+    ROUTES,
+    metadata_size,
+)
+
+FILL = -12345
+
+
+def _row(value=0.0):
+    return np.full((1, 256), value, np.float32)
+
+
+def _bias(value=0.0):
+    return np.full(256, value, np.float32)
+
+
+def _bits(x):
+    return np.asarray(x, np.float32).view(np.uint32)
+
+
+def test_public_names_are_exactly_the_contract():
+    assert sorted(model.__all__) == sorted([
+        "add_rn", "mul_rn", "ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "div_full_f32",
+        "sigmoid_f32", "route", "routing_metadata"])
+
+
+def test_hand_facts_hold_in_the_model():
+    s = model.sigmoid_f32(np.array([0.0, -0.0, np.inf, -np.inf], np.float32))
+    assert _bits(s).tolist() == _bits([0.5, 0.5, 1.0, 0.0]).tolist()
+    assert _bits(model.rcp_approx_ftz_f32(np.array([4.0, 0.25], np.float32))).tolist() == _bits([0.25, 4.0]).tolist()
+
+
+def test_all_equal_scores_pick_the_lowest_experts():
+    # c = 0.5 everywhere: ids 0..7; total 4.0 (+1e-15 absorbed); inv = 1/4; w = 0.5 * 0.25.
+    ids, w = model.route(_row(), _bias(), 1.0)
+    assert ids.tolist() == [list(range(8))]
+    assert _bits(w).tolist() == [_bits([0.125] * 8).tolist()]
+
+
+def test_tie_at_eighth_and_ninth_place_goes_to_the_lower_expert():
+    bias = _bias()
+    bias[[60, 3, 50, 10, 40, 20, 30]] = 1.0  # seven clear winners, c = 1.5
+    bias[[100, 90]] = 0.5  # tie for the eighth place, c = 1.0
+    ids, w = model.route(_row(), bias, 2.5)
+    assert ids.tolist() == [[3, 10, 20, 30, 40, 50, 60, 90]]
+    # inv = div_full(2.5, 4.0) = 0.625; w = 0.5 * 0.625 = 0.3125: weights use s, not c.
+    assert _bits(w).tolist() == [_bits([0.3125] * 8).tolist()]
+
+
+def test_all_minus_inf_still_picks_eight_distinct_experts():
+    ids, w = model.route(_row(), _bias(-np.inf), 1.0)
+    assert ids.tolist() == [list(range(8))]
+    assert _bits(w).tolist() == [_bits([0.125] * 8).tolist()]
+
+
+def test_minus_inf_on_all_but_three_experts():
+    bias = _bias(-np.inf)
+    bias[[250, 100, 200]] = 0.0
+    ids, _ = model.route(_row(), bias, 1.0)
+    assert ids.tolist() == [[100, 200, 250, 0, 1, 2, 3, 4]]
+
+
+def test_minus_zero_ties_with_plus_zero():
+    # s = sigmoid(-inf) = +0 everywhere; c = +0 + (-0) = +0 at 5 and +0 + +0 = +0 at 2: a tie, 2 first.
+    bias = _bias(-1.0)
+    bias[5], bias[2] = -0.0, 0.0
+    ids, w = model.route(_row(-np.inf), bias, 1.0)
+    assert ids.tolist() == [[2, 5, 0, 1, 3, 4, 6, 7]]
+    # total = +0; 0 + 1e-15 = 1e-15; every weight is +0 * inv = +0.
+    assert _bits(w).tolist() == [[0] * 8]
+
+
+def test_minus_zero_logit_scores_like_plus_zero():
+    logits = _row()
+    logits[0, 7] = -0.0
+    ids, w = model.route(logits, _bias(), 1.0)
+    assert ids.tolist() == [list(range(8))]
+
+
+def test_bias_dominates_selection_but_not_the_weights():
+    logits = _row()
+    logits[0, :8] = np.inf  # s = 1.0 on experts 0..7
+    bias = _bias()
+    bias[248:] = 10.0  # c = 10.5 on experts 248..255
+    ids, w = model.route(logits, bias, 1.0)
+    assert ids.tolist() == [list(range(248, 256))]
+    assert _bits(w).tolist() == [_bits([0.125] * 8).tolist()]
+
+
+def test_weights_follow_pick_order_and_renormalize_flag():
+    logits, bias = _row(), _bias()
+    logits[0, [7, 9]] = np.inf  # s = 1, c = 1.0
+    bias[[11, 12, 13, 14]] = 0.75  # s = 0.5, c = 1.25
+    logits[0, [0, 1]] = -np.inf  # s = 0, c = 0.9
+    bias[[0, 1]] = 0.9
+    ids, w = model.route(logits, bias, 2.5)
+    assert ids.tolist() == [[11, 12, 13, 14, 7, 9, 0, 1]]
+    # total = 0.5 * 4 + 1 + 1 + 0 + 0 = 4.0; inv = 2.5 / 4 = 0.625.
+    assert _bits(w).tolist() == [_bits([0.3125] * 4 + [0.625] * 2 + [0.0] * 2).tolist()]
+    _, w = model.route(logits, bias, 2.5, renormalize=False)
+    assert _bits(w).tolist() == [_bits([1.25] * 4 + [2.5] * 2 + [0.0] * 2).tolist()]
+
+
+def test_rows_are_independent():
+    bias = _bias()
+    bias[[100, 90]] = 0.5
+    logits = np.zeros((3, 256), np.float32)
+    logits[1] = -np.inf
+    ids, w = model.route(logits, bias, 1.0)
+    for r in range(3):
+        ids_r, w_r = model.route(logits[r:r + 1], bias, 1.0)
+        assert ids[r].tolist() == ids_r[0].tolist() and _bits(w[r]).tolist() == _bits(w_r[0]).tolist()
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(logits=np.zeros((1, 256), np.float64)), "logits must be a float32"),
+    (dict(logits=np.zeros((1, 255), np.float32)), "logits must have shape"),
+    (dict(logits=np.zeros((0, 256), np.float32)), "logits must have shape"),
+    (dict(logits=np.full((1, 256), np.nan, np.float32)), "logits holds NaN"),
+    (dict(bias=np.zeros((2, 256), np.float32)), "bias must have shape"),
+    (dict(bias=np.full(256, np.nan, np.float32)), "bias holds NaN"),
+    (dict(scale=float("nan")), "scale must be finite"),
+    (dict(scale=1e39), "scale must be finite"),
+    (dict(scale="1"), "scale must be a real number"),
+])
+def test_route_rejects_inputs_outside_the_contract(kwargs, needle):
+    args = dict(logits=np.zeros((1, 256), np.float32), bias=np.zeros(256, np.float32), scale=1.0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=needle):
+        model.route(**args)
+
+
+def _two_tokens():
+    return np.array([list(range(8)), list(range(4, 12))], np.int32)
+
+
+def test_metadata_all_local_tile_4():
+    # Experts 0-3 hold token 0, 4-7 tokens 0 and 1, 8-11 token 1: one CTA each, CTA e belongs to expert e.
+    meta = model.routing_metadata(_two_tokens(), 0, 256, 4, fill=FILL)
+    assert meta.shape == (metadata_size(4),) and meta.dtype == np.int32
+    assert meta[META_PADDED_TOKENS] == 48 and meta[META_NUM_CTAS] == 12
+    counts = [1] * 4 + [2] * 4 + [1] * 4
+    assert meta[META_CTA_BATCH:META_CTA_BATCH + 12].tolist() == list(range(12))
+    assert meta[META_CTA_LIMIT:META_CTA_LIMIT + 12].tolist() == [4 * e + counts[e] for e in range(12)]
+    rows = [[0, -1, -1, -1]] * 4 + [[0, 1, -1, -1]] * 4 + [[1, -1, -1, -1]] * 4
+    assert meta[META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + 48].tolist() == sum(rows, [])
+    expanded = [4 * k for k in range(8)] + [4 * (4 + k) + 1 for k in range(4)] + [4 * e for e in range(8, 12)]
+    assert meta[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + 16].tolist() == expanded
+    _assert_untouched(meta, routes=16, ctas=12, padded=48)
+
+
+def test_metadata_one_rank_of_four_experts_tile_3():
+    meta = model.routing_metadata(_two_tokens(), 4, 4, 3, fill=FILL)
+    assert meta[META_PADDED_TOKENS] == 12 and meta[META_NUM_CTAS] == 4
+    assert meta[META_CTA_BATCH:META_CTA_BATCH + 4].tolist() == [0, 1, 2, 3]
+    assert meta[META_CTA_LIMIT:META_CTA_LIMIT + 4].tolist() == [2, 5, 8, 11]
+    assert meta[META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + 12].tolist() == [0, 1, -1] * 4
+    expanded = [-1] * 4 + [0, 3, 6, 9] + [1, 4, 7, 10] + [-1] * 4
+    assert meta[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + 16].tolist() == expanded
+    _assert_untouched(meta, routes=16, ctas=4, padded=12)
+
+
+def test_metadata_tile_1_gives_one_cta_per_route():
+    meta = model.routing_metadata(_two_tokens(), 4, 1, 1, fill=FILL)
+    # Expert 4 holds tokens 0 and 1: two CTAs of one row each.
+    assert meta[[META_PADDED_TOKENS, META_NUM_CTAS]].tolist() == [2, 2]
+    assert meta[META_CTA_BATCH:META_CTA_BATCH + 2].tolist() == [0, 0]
+    assert meta[META_CTA_LIMIT:META_CTA_LIMIT + 2].tolist() == [1, 2]
+    assert meta[META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + 2].tolist() == [0, 1]
+    assert meta[META_EXPANDED_TO_PERMUTED + 4] == 0 and meta[META_EXPANDED_TO_PERMUTED + 8] == 1
+    _assert_untouched(meta, routes=16, ctas=2, padded=2)
+
+
+def test_metadata_with_no_local_route():
+    meta = model.routing_metadata(_two_tokens(), 200, 56, 8, fill=FILL)
+    assert meta[[META_PADDED_TOKENS, META_NUM_CTAS]].tolist() == [0, 0]
+    assert meta[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + 16].tolist() == [-1] * 16
+    _assert_untouched(meta, routes=16, ctas=0, padded=0)
+
+
+def _assert_untouched(meta, routes, ctas, padded):
+    assert (meta[META_EXPANDED_TO_PERMUTED + routes:META_EXPANDED_TO_PERMUTED + ROUTES] == FILL).all()
+    assert (meta[META_CTA_BATCH + ctas:META_CTA_LIMIT] == FILL).all()
+    assert (meta[META_CTA_LIMIT + ctas:META_PERMUTED_TO_TOKEN] == FILL).all()
+    assert (meta[META_PERMUTED_TO_TOKEN + padded:] == FILL).all()
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(ids=np.zeros((1, 8), np.int64)), "ids must be an int32"),
+    (dict(ids=np.zeros((9, 8), np.int32)), "ids must have shape"),
+    (dict(ids=np.full((1, 8), 256, np.int32)), "ids must lie in"),
+    (dict(ids=np.zeros((1, 8), np.int32)), "must not repeat"),
+    (dict(local_expert_offset=-1), "local_expert_offset"),
+    (dict(local_expert_offset=250, num_local_experts=7), "num_local_experts"),
+    (dict(tile_n=0), "tile_n"),
+    (dict(tile_n=257), "tile_n"),
+    (dict(fill=2**31), "fill"),
+])
+def test_routing_metadata_rejects_inputs_outside_the_contract(kwargs, needle):
+    args = dict(ids=np.arange(8, dtype=np.int32)[None], local_expert_offset=0, num_local_experts=256, tile_n=8)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=needle):
+        model.routing_metadata(**args)
