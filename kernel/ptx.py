@@ -1,8 +1,7 @@
-"""Static reading of a kernel's PTX (and SASS): the float operations, the global loads around
-``griddepcontrol.wait``, and the branches after it. Plain Python over text, no GPU and no DSL needed.
-
-Shared by the kernel's own static checks and the lead's gate, which compares the float sequence with the
-Triton oracle's and the NumPy model's.
+"""Static reading of a kernel's PTX (and SASS) around ``griddepcontrol.wait``: its control flow, the global
+loads with the kernel parameters their addresses derive from, the branches after the wait, and the
+cubin's resources. Plain Python over text, no GPU and no DSL needed. (The float arithmetic is read by
+``oracles.ptx_float_ops``, shared with the Triton oracle's checks.)
 """
 
 import re
@@ -14,9 +13,6 @@ from pathlib import Path
 
 WAIT = "griddepcontrol.wait"
 LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
-FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f32x2", "f64"})
-# Instructions that only move float bits: not arithmetic, so not part of the float sequence.
-DATA_MOVES = frozenset({"ld", "st", "mov", "selp", "shfl", "atom", "red", "cp", "prmt"})
 _PARAM = re.compile(r"_param_(\d+)\b")
 _REGISTER = re.compile(r"%[a-z]+\d+")
 
@@ -124,21 +120,6 @@ def _split_operands(text):
     if current.strip():
         parts.append(current.strip())
     return tuple(parts)
-
-
-def is_float_op(instruction: Instruction) -> bool:
-    """An instruction that computes with floats (arithmetic, conversion or comparison), not a data move."""
-    return bool(instruction.types & FLOAT_TYPES) and instruction.base not in DATA_MOVES
-
-
-def float_ops(ptx: str):
-    """The float operations in text order, as Instructions (opcode with every modifier, operands)."""
-    return [i for i in instructions(ptx) if is_float_op(i)]
-
-
-def float_opcodes(ptx: str):
-    """The opcodes of ``float_ops``, in order: e.g. ['sub.f32', 'mul.f32', 'ex2.approx.f32', ...]."""
-    return [i.opcode for i in float_ops(ptx)]
 
 
 def _destinations(inst):

@@ -6,6 +6,7 @@ import itertools
 from collections import Counter
 
 from kernel import ptx, routing
+from oracles.ptx_float_ops import float_ops
 
 PARAM_NAMES = {0: "logits", 1: "bias"}
 
@@ -16,7 +17,7 @@ def describe(metadata, renormalize):
                       f"{'before' if load.before_wait else 'after'}" for load in ptx.global_loads(text))
     return "\n".join([
         f"metadata={metadata} renormalize={renormalize}",
-        f"  float ops: {dict(Counter(ptx.float_opcodes(text)))}",
+        f"  float ops: {dict(Counter(op.opcode for op in float_ops(text)))}",
         f"  global loads vs wait: {loads}",
         f"  branches after wait: {len(ptx.branches_after_wait(text))}",
         f"  resources: {ptx.resource_usage(cubin)}",

@@ -47,12 +47,6 @@ $L__BB0_9:
 """
 
 
-def test_float_ops_in_order_without_data_moves():
-    assert ptx.float_opcodes(PTX) == ["sub.f32", "fma.rn.f32"]
-    sub = ptx.float_ops(PTX)[0]
-    assert sub.operands == ("%r6", "0f00000000", "%r5")
-
-
 def test_loads_are_placed_on_the_control_flow_and_traced_to_parameters():
     loads = ptx.global_loads(PTX)
     summary = [(load.instruction.opcode, sorted(load.params), load.before_wait, load.after_wait) for load in loads]
