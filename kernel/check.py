@@ -1,7 +1,8 @@
 """Run kernel.routing on the GPU against the NumPy model, bit for bit, with diagnostics in hex.
 
-Shared by the GPU tests and ``python -m kernel.smoke``. Outputs (and the rows and metadata elements the
-kernel must not write) are poisoned before each call; a result is equal only if every bit is.
+Shared by the GPU tests and ``python -m kernel.smoke``; the inputs are the project's adversarial row
+families (tests/triton_adversarial_rows.py). Outputs (and the rows and metadata elements the kernel must
+not write) are poisoned before each call; a result is equal only if every bit is.
 """
 
 from dataclasses import dataclass
@@ -30,87 +31,6 @@ from oracles.numpy_model import routing_metadata
 POISON_ID = 0x7F7F7F7F
 POISON_WEIGHT_BITS = 0x7FBADBAD  # a NaN no float operation of the kernel produces
 POISON_METADATA = 0x5A5A5A5A
-
-
-def _finite_bits(rng, shape):
-    """Random float32 bit patterns with every NaN replaced by a random finite value."""
-    x = rng.integers(0, 2**32, size=shape, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    return np.where(np.isnan(x), rng.standard_normal(shape).astype(np.float32), x)
-
-
-def _subnormals(rng, shape):
-    """Random signed subnormals, with some +-0."""
-    mags = rng.integers(0, 1 << 23, size=shape, dtype=np.int64)
-    signs = rng.integers(0, 2, size=shape, dtype=np.int64) << 31
-    return ((mags | signs).astype(np.uint32)).view(np.float32)
-
-
-def _normal(rng, b):
-    return rng.standard_normal((b, EXPERTS)) * 2, rng.standard_normal(EXPERTS) * 0.1
-
-
-def _ties(rng, b):
-    return rng.choice([-1.0, 0.0, 0.5, 2.0], (b, EXPERTS)), rng.choice([0.0, 0.25, -0.0], EXPERTS)
-
-
-def _saturated(rng, b):
-    return rng.uniform(17, 100, (b, EXPERTS)), np.zeros(EXPERTS)
-
-
-def _deep_negative(rng, b):
-    """Scores from normal small values down to 0 (div.full's 0.25 branch), biases subnormal or +-0."""
-    return rng.uniform(-110, -80, (b, EXPERTS)), _subnormals(rng, EXPERTS)
-
-
-def _subnormal_choice(rng, b):
-    """All scores 0 (logits -inf): the choice is the bias itself, signed subnormals and zeros."""
-    return np.full((b, EXPERTS), -np.inf), _subnormals(rng, EXPERTS)
-
-
-def _minus_inf(rng, b):
-    """Fewer than TOP_K finite choices: the rest are -inf, picked by lowest index."""
-    bias = np.full(EXPERTS, -np.inf)
-    bias[rng.choice(EXPERTS, 5, replace=False)] = rng.standard_normal(5)
-    return rng.standard_normal((b, EXPERTS)), bias
-
-
-def _plus_inf(rng, b):
-    bias = np.zeros(EXPERTS)
-    bias[rng.choice(EXPERTS, rng.integers(1, 20), replace=False)] = np.inf
-    return rng.standard_normal((b, EXPERTS)), bias
-
-
-def _absorbed(rng, b):
-    """Huge biases absorb the scores: equal choices on different scores."""
-    return rng.standard_normal((b, EXPERTS)), rng.choice([1e30, -1e30, 3e29], EXPERTS)
-
-
-def _wide(rng, b):
-    """Logits across the ex2 halving range (t < -126) and the sigmoid's saturation."""
-    return rng.uniform(-120, 120, (b, EXPERTS)), rng.standard_normal(EXPERTS)
-
-
-def _bits(rng, b):
-    return _finite_bits(rng, (b, EXPERTS)), _finite_bits(rng, EXPERTS)
-
-
-def _cancel(rng, b):
-    """c = 0.5 - 0.5 = +0 for many experts (logit 0), ties at zero."""
-    logits = np.where(rng.random((b, EXPERTS)) < 0.8, 0.0, -3.0)
-    return logits, np.full(EXPERTS, -0.5)
-
-
-KINDS = {
-    "normal": _normal, "ties": _ties, "saturated": _saturated, "deep_negative": _deep_negative,
-    "subnormal_choice": _subnormal_choice, "minus_inf": _minus_inf, "plus_inf": _plus_inf,
-    "absorbed": _absorbed, "wide": _wide, "bits": _bits, "cancel": _cancel,
-}
-
-
-def make_inputs(kind, b, seed):
-    """(logits float32 [b, 256], bias float32 [256]) of one adversarial kind."""
-    logits, bias = KINDS[kind](np.random.default_rng(seed), b)
-    return np.asarray(logits, np.float32), np.asarray(bias, np.float32)
 
 
 @dataclass(frozen=True)
@@ -246,9 +166,9 @@ def run_case(logits, bias, scale, renormalize, local=None, device="cuda", row_st
     return compare(buffers, expected(logits, bias, scale, renormalize, local), local.tile if local else 0)
 
 
-def describe(kind, seed, b, scale, renormalize, local, lines):
+def describe(case, scale, renormalize, local, lines):
     """A failure report: the case, then its mismatch lines."""
-    head = f"kind={kind} seed={seed} b={b} scale={scale} renormalize={renormalize} local={local}"
+    head = f"{case} scale={scale!r} renormalize={renormalize} local={local}"
     return "\n".join([head] + ["  " + line for line in lines])
 
 

@@ -1,62 +1,73 @@
-"""First run on a GPU: ``python -m kernel.smoke``. Compiles every variant, routes a few hundred adversarial
-cases against the NumPy model (ids, weights and metadata, bit for bit), replays a CUDA graph and times a
-launch. Prints the first mismatching rows in hex; exits 1 on any mismatch."""
+"""First run on a GPU: ``python -m kernel.smoke`` from the repository root. Compiles every variant, routes
+the project's adversarial row families (tests/triton_adversarial_rows.py) in batches of every b against the
+NumPy model (ids, weights and metadata, bit for bit), replays a CUDA graph and times a launch. Prints the
+first mismatching rows in hex; exits 1 on any mismatch."""
 
+import importlib.util
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from kernel import check, routing
 from kernel.layout import EXPERTS, MAX_TOKENS
 
-SEEDS = (0, 1)
 TILES = (1, 3, 8, 64, 256)
 SCALE = 2.5
+ROWS_MODULE = Path(__file__).resolve().parents[1] / "tests" / "triton_adversarial_rows.py"
 
 
-def _correctness():
+def _adversarial_rows():
+    """The tests' adversarial row module, loaded from its file (tests/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("triton_adversarial_rows", ROWS_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _correctness(rows_module):
     failures, cases = [], 0
-    for kind in check.KINDS:
-        for seed in SEEDS:
-            for b in range(1, MAX_TOKENS + 1):
-                logits, bias = check.make_inputs(kind, b, seed * 100 + b)
+    for family in rows_module.families():
+        for b in range(1, MAX_TOKENS + 1):
+            for i, rows in enumerate(rows_module.batches(family.rows, b)):
                 for renormalize in (True, False):
-                    tile = TILES[(seed + b) % len(TILES)]
-                    for local in (None, check.Local(0, EXPERTS, tile)):
-                        lines = check.run_case(logits, bias, SCALE, renormalize, local)
+                    for local in (None, check.Local(0, EXPERTS, TILES[(b + i) % len(TILES)])):
+                        lines = check.run_case(rows, family.bias, SCALE, renormalize, local)
                         cases += 1
                         if lines:
-                            failures.append(check.describe(kind, seed, b, SCALE, renormalize, local, lines))
+                            failures.append(check.describe(f"{family.name} b={b} batch {i}", SCALE, renormalize,
+                                                           local, lines))
     return cases, failures
 
 
-def _graph_replay():
+def _graph_replay(rows_module, replays=3):
     """Capture one route with metadata, replay it on new logits; returns mismatch reports."""
     local = check.Local(32, 64, 4)
-    logits, bias = check.make_inputs("normal", MAX_TOKENS, 7)
-    buffers = check.make_buffers(logits, bias, local, "cuda")
+    family = rows_module.families()[1]
+    bias = family.bias
+    buffers = check.make_buffers(rows_module.pooled_rows([family], MAX_TOKENS, seed=0), bias, local, "cuda")
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         check.call_route(buffers, SCALE, True, local)
     failures = []
-    for seed in range(3):
-        logits, _ = check.make_inputs("ties", MAX_TOKENS, 50 + seed)
-        buffers.logits.copy_(torch.from_numpy(logits))
+    for seed in range(1, replays + 1):
+        rows = rows_module.pooled_rows(rows_module.families(), MAX_TOKENS, seed=seed)
+        buffers.logits.copy_(torch.from_numpy(rows))
         buffers.poison()
         graph.replay()
         torch.cuda.synchronize()
-        lines = check.compare(buffers, check.expected(logits, bias, SCALE, True, local), local.tile)
+        lines = check.compare(buffers, check.expected(rows, bias, SCALE, True, local), local.tile)
         if lines:
-            failures.append(check.describe("ties(graph)", 50 + seed, MAX_TOKENS, SCALE, True, local, lines))
-    return failures
+            failures.append(check.describe(f"graph replay, pooled rows seed {seed}", SCALE, True, local, lines))
+    return replays, failures
 
 
-def _time_launch(iterations=2000):
+def _time_launch(rows_module, iterations=2000):
     """Mean microseconds per route launch (b = 8, metadata, tile 8), back to back on one stream."""
     local = check.Local(0, EXPERTS, 8)
-    logits, bias = check.make_inputs("normal", MAX_TOKENS, 3)
-    buffers = check.make_buffers(logits, bias, local, "cuda")
+    family = rows_module.families()[-1]
+    buffers = check.make_buffers(family.rows[:MAX_TOKENS], family.bias, local, "cuda")
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     check.call_route(buffers, SCALE, True, local)
     start.record()
@@ -73,12 +84,14 @@ def main():
     for renormalize in (True, False):
         routing.prepare(renormalize)
     print(f"compiled and loaded 4 variants in {time.time() - began:.1f} s")
-    cases, failures = _correctness()
-    failures += _graph_replay()
+    rows_module = _adversarial_rows()
+    cases, failures = _correctness(rows_module)
+    replays, graph_failures = _graph_replay(rows_module)
+    failures += graph_failures
     for report in failures[:5]:
         print("MISMATCH " + report)
-    print(f"{cases} cases + 3 graph replays: {len(failures)} mismatching")
-    print(f"route launch: {_time_launch():.2f} us (mean of back-to-back launches)")
+    print(f"{cases} cases + {replays} graph replays: {len(failures)} mismatching")
+    print(f"route launch: {_time_launch(rows_module):.2f} us (mean of back-to-back launches, host-bound)")
     return 1 if failures else 0
 
 

@@ -1,8 +1,9 @@
 """The routing kernel on the GPU against the NumPy model, bit for bit.
 
-Outputs and metadata are poisoned before every call, in buffers larger than the contract's, so a write past
-the last token row, past metadata_size(tile) or into an element the kernel must leave (the guard, the
-unused fields) shows. About a minute on an H200.
+Inputs: tests/triton_adversarial_rows.py (14 families of fixed-seed adversarial rows, shared with the Triton
+oracle's tests), cut into batches of every b. Outputs and metadata are poisoned before every call, in
+buffers larger than the contract's, so a write past the last token row, past metadata_size(tile) or into an
+element the kernel must leave (the guard, the unused fields) shows. About a minute on an H200.
 """
 
 import numpy as np
@@ -13,10 +14,13 @@ import triton.language as tl
 
 from kernel import check, routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
+from triton_adversarial_rows import batches, families, from_bits, pooled_rows
 
 pytestmark = pytest.mark.gpu
 
-
+FAMILIES = families()
+SCALES = {"2.5": 2.5, "1.0": 1.0, "0.0": 0.0, "subnormal": float(from_bits(0x00123456)),
+          "max_float32": float(np.finfo(np.float32).max)}
 SCALE = 2.5
 FEW_TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
 
@@ -27,86 +31,98 @@ def prepared():
         routing.prepare(renormalize)
 
 
-def assert_case(kind, seed, b, renormalize, local, scale=SCALE, row_stride=EXPERTS):
-    logits, bias = check.make_inputs(kind, b, seed)
-    lines = check.run_case(logits, bias, scale, renormalize, local, row_stride=row_stride)
-    assert not lines, check.describe(kind, seed, b, scale, renormalize, local, lines)
+def family_batches(b):
+    """(label, rows [b, 256], bias) for every batch of b rows of every family."""
+    return [(f"{f.name} b={b} batch {i}", rows, f.bias) for f in FAMILIES for i, rows in enumerate(batches(f.rows, b))]
+
+
+def assert_cases(cases, scale, renormalize, local_for=lambda i, rows: None, row_stride=EXPERTS):
+    """Route every case; fail with the first mismatching cases in hex."""
+    reports = []
+    for i, (label, rows, bias) in enumerate(cases):
+        local = local_for(i, rows)
+        lines = check.run_case(rows, bias, scale, renormalize, local, row_stride=row_stride)
+        if lines:
+            reports.append(check.describe(label, scale, renormalize, local, lines))
+    assert cases and not reports, f"{len(reports)} of {len(cases)} cases differ:\n" + "\n".join(reports[:4])
+
+
+@pytest.mark.parametrize("scale", sorted(SCALES))
+@pytest.mark.parametrize("renormalize", (True, False))
+@pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
+def test_ids_and_weights_match_the_model(b, renormalize, scale):
+    assert_cases(family_batches(b), SCALES[scale], renormalize)
 
 
 @pytest.mark.parametrize("renormalize", (True, False))
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
-def test_ids_and_weights_match_the_model(b, renormalize):
-    for kind in check.KINDS:
-        for seed in range(3):
-            assert_case(kind, 1000 * b + seed, b, renormalize, None)
-
-
-@pytest.mark.parametrize("scale", (1.0, 0.1, 1e-30, 3e38, -2.0, 0.0))
-def test_scales(scale):
-    for renormalize in (True, False):
-        assert_case("normal", 7, 5, renormalize, None, scale=scale)
+def test_with_metadata_every_family_batch(b, renormalize):
+    """Every family batch with the metadata of all 256 experts, the tile cycling through a few values."""
+    assert_cases(family_batches(b), SCALE, renormalize,
+                 lambda i, rows: check.Local(0, EXPERTS, FEW_TILES[i % len(FEW_TILES)]))
 
 
 @pytest.mark.parametrize("b", (1, 3, MAX_TOKENS))
 def test_metadata_every_tile(b):
-    """Every tile 1..256; the local range alternates between all experts and a random one."""
+    """Every tile 1..256 on pooled adversarial rows; the local range alternates between all and random."""
     rng = np.random.default_rng(b)
     for tile in range(1, MAX_TILE + 1):
         offset = int(rng.integers(0, EXPERTS))
         local = check.Local(0, EXPERTS, tile) if tile % 2 else \
             check.Local(offset, int(rng.integers(0, EXPERTS - offset + 1)), tile)
-        kind = list(check.KINDS)[tile % len(check.KINDS)]
-        assert_case(kind, tile, b, tile % 3 != 0, local)
+        family = FAMILIES[tile % len(FAMILIES)]
+        rows = pooled_rows(FAMILIES, b, seed=tile)
+        lines = check.run_case(rows, family.bias, SCALE, tile % 3 != 0, local)
+        assert not lines, check.describe(f"pooled rows seed {tile}, {family.name} bias", SCALE, tile % 3 != 0,
+                                         local, lines)
 
 
 def local_ranges(ids, rng):
     """All experts, none of the picked ones, one picked expert, the last experts, random, empty."""
-    picked = int(ids[0, 0])
     offset = int(rng.integers(0, EXPERTS))
-    return [(0, EXPERTS), check.unpicked_range(ids), (picked, 1), (EXPERTS - 16, 16),
+    return [(0, EXPERTS), check.unpicked_range(ids), (int(ids[0, 0]), 1), (EXPERTS - 16, 16),
             (offset, int(rng.integers(0, EXPERTS - offset + 1))), (EXPERTS, 0), (40, 0)]
 
 
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
 def test_metadata_local_ranges(b):
     rng = np.random.default_rng(100 + b)
+    cases = family_batches(b)
     for i, tile in enumerate(FEW_TILES):
-        kind = list(check.KINDS)[(b + i) % len(check.KINDS)]
-        logits, bias = check.make_inputs(kind, b, 10 * b + i)
-        ids = check.expected(logits, bias, SCALE, True, None)[0][:b]
+        label, rows, bias = cases[(7 * i) % len(cases)]
+        ids = check.expected(rows, bias, SCALE, True, None)[0][:b]
         for offset, count in local_ranges(ids, rng):
             local = check.Local(offset, count, tile)
-            lines = check.run_case(logits, bias, SCALE, i % 2 == 0, local)
-            assert not lines, check.describe(kind, 10 * b + i, b, SCALE, i % 2 == 0, local, lines)
+            lines = check.run_case(rows, bias, SCALE, i % 2 == 0, local)
+            assert not lines, check.describe(label, SCALE, i % 2 == 0, local, lines)
 
 
 @pytest.mark.parametrize("row_stride", (260, 512, 4096))
 def test_strided_logits_rows(row_stride):
     for b in (2, MAX_TOKENS):
-        assert_case("ties", row_stride + b, b, True, check.Local(8, 100, 5), row_stride=row_stride)
+        assert_cases(family_batches(b)[::5], SCALE, True, lambda i, rows: check.Local(8, 100, 5),
+                     row_stride=row_stride)
 
 
 def test_cuda_graph_replay_gives_the_same_bits():
     """One graph holds a route with metadata and one without; replays on new logits match the model."""
-    b, local = 6, check.Local(16, 200, 3)
-    logits, bias = check.make_inputs("normal", b, 1)
-    with_meta = check.make_buffers(logits, bias, local, "cuda")
-    plain = check.make_buffers(logits, bias, None, "cuda")
+    b, local, bias = 6, check.Local(16, 200, 3), FAMILIES[0].bias
+    cases = [rows for _, rows, _ in family_batches(b)]
+    with_meta = check.make_buffers(cases[0], bias, local, "cuda")
+    plain = check.make_buffers(cases[0], bias, None, "cuda")
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         check.call_route(with_meta, SCALE, True, local)
         check.call_route(plain, SCALE, False, None)
-    for seed, kind in enumerate(check.KINDS):
-        logits, _ = check.make_inputs(kind, b, 200 + seed)
+    for n, rows in enumerate(cases):
         for buffers in (with_meta, plain):
-            buffers.logits.copy_(torch.from_numpy(logits))
+            buffers.logits.copy_(torch.from_numpy(rows))
             buffers.poison()
         graph.replay()
         torch.cuda.synchronize()
         for buffers, renormalize, req in ((with_meta, True, local), (plain, False, None)):
-            want = check.expected(logits, bias, SCALE, renormalize, req)
-            lines = check.compare(buffers, want, req.tile if req else 0)
-            assert not lines, check.describe(kind, 200 + seed, b, SCALE, renormalize, req, lines)
+            lines = check.compare(buffers, check.expected(rows, bias, SCALE, renormalize, req), req.tile if req else 0)
+            assert not lines, check.describe(f"graph replay {n}", SCALE, renormalize, req, lines)
 
 
 def test_compiling_during_capture_raises_a_clear_error():
@@ -151,9 +167,9 @@ def _produce(fresh, target):
 def test_a_producer_writing_the_logits_just_before_is_waited_for():
     """A producer writes the logits late, after letting dependents launch. A probe launched the same way
     sees stale data before its wait (so the window is real); the routing kernel must see only new data."""
-    b, local = MAX_TOKENS, check.Local(0, EXPERTS, 8)
-    stale, _ = check.make_inputs("normal", b, 11)
-    fresh, bias = check.make_inputs("ties", b, 12)
+    local = check.Local(0, EXPERTS, 8)
+    stale = pooled_rows(FAMILIES, MAX_TOKENS, seed=11)
+    fresh, bias = pooled_rows(FAMILIES, MAX_TOKENS, seed=12), FAMILIES[2].bias
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         source = torch.from_numpy(fresh).cuda()
@@ -178,15 +194,15 @@ def test_a_producer_writing_the_logits_just_before_is_waited_for():
             check.call_route(buffers, SCALE, renormalize, local)
             stream.synchronize()
             lines = check.compare(buffers, check.expected(fresh, bias, SCALE, renormalize, local), local.tile)
-            assert not lines, check.describe("ties(after producer)", 12, b, SCALE, renormalize, local, lines)
+            assert not lines, check.describe("pooled rows seed 12 after the producer", SCALE, renormalize, local,
+                                             lines)
 
 
 # ---------------------------------------------------------------------------------------------- contract
 
 def test_device_checks_and_nothing_written_on_rejection():
     local = check.Local(0, EXPERTS, 8)
-    logits, bias = check.make_inputs("normal", 4, 5)
-    buffers = check.make_buffers(logits, bias, local, "cuda")
+    buffers = check.make_buffers(FAMILIES[-1].rows[:4], FAMILIES[-1].bias, local, "cuda")
     with pytest.raises(ValueError, match=r"^route: bias must be on the logits' device"):
         routing.route(buffers.logits, buffers.bias.cpu(), buffers.ids, buffers.weights, SCALE, True,
                       buffers.metadata_all, local.offset, local.count, local.tile)
@@ -207,8 +223,8 @@ def test_device_checks_and_nothing_written_on_rejection():
 
 def test_runs_on_the_current_stream():
     """route goes behind a long sleep on a side stream: right after it, the default stream sees poison."""
-    logits, bias = check.make_inputs("wide", 7, 3)
-    buffers = check.make_buffers(logits, bias, None, "cuda")
+    rows, bias = FAMILIES[-1].rows[:7], FAMILIES[-1].bias
+    buffers = check.make_buffers(rows, bias, None, "cuda")
     torch.cuda.synchronize()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
@@ -217,5 +233,5 @@ def test_runs_on_the_current_stream():
     with torch.cuda.stream(torch.cuda.default_stream()):
         assert (buffers.ids_all.cpu() == check.POISON_ID).all(), "route did not wait behind its stream's work"
     stream.synchronize()
-    lines = check.compare(buffers, check.expected(logits, bias, SCALE, True, None), 0)
+    lines = check.compare(buffers, check.expected(rows, bias, SCALE, True, None), 0)
     assert not lines, "\n".join(lines)
