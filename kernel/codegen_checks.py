@@ -1,0 +1,163 @@
+"""The routing kernel's codegen contract, read statically off its PTX and SASS (no GPU needed).
+
+Each check returns the list of problems it finds in one compiled variant (empty when the variant complies):
+the float arithmetic is exactly the Triton oracle's (same opcodes, same expression trees: ex2.approx.f32
+without .ftz, div.full.f32, no fma); the bias is loaded only before ``griddepcontrol.wait`` and the logits
+only after it; global writes come only after the wait and none after ``launch_dependents``; without metadata
+no branch follows the wait; the SASS keeps two 128-bit loads on each side of the wait and has no FFMA; no
+local memory; the float constants are the float32 values they name. Used by tests/test_kernel_static_cpu.py
+and by the mutant catalog (properties/mutants.py), which runs them on edited copies of the kernel.
+"""
+
+import functools
+import itertools
+from collections import Counter
+
+import numpy as np
+
+from kernel import ptx, routing
+from oracles.ptx_float_ops import expression_roots, float_ops
+from oracles.triton_codegen import compile_ptx as triton_ptx
+
+VARIANTS = tuple(itertools.product((False, True), (False, True)))  # (metadata, renormalize)
+LOGITS_PARAM, BIAS_PARAM = 0, 1  # kernel parameter order: logits, bias, ids, weights, scale, ...
+SIGMOID = ("sub.f32", "mul.f32", "ex2.approx.f32", "add.f32", "div.full.f32")
+WIDE_LOAD = "LDG.E.128"
+MAX_REGISTERS = 255
+# routing's float constants and the values they must hold.
+CONSTANTS = {"ZERO": 0.0, "ONE": 1.0, "LOG2E": float(np.log2(np.e)), "RENORM_EPS": 1e-15}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(metadata, renormalize):
+    """One variant compiled for sm_90a: its PTX, cubin, SASS and resource usage."""
+    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize)
+    return {"metadata": metadata, "renormalize": renormalize, "ptx": ptx_text, "cubin": cubin,
+            "sass": ptx.sass(cubin), "resources": ptx.resource_usage(cubin)}
+
+
+# ---------------------------------------------------------------------------------------------- float path
+
+def expected_float_opcodes(renormalize):
+    """Per thread: a sigmoid and a bias add for each of the lane's 8 experts, then the weight of its pick:
+    0.0 + s_0 + ... + s_7, + 1e-15, div.full, mul; or one mul by scale."""
+    ops = list(SIGMOID) * routing.EXPERTS_PER_LANE + ["add.f32"] * routing.EXPERTS_PER_LANE
+    ops += ["add.f32"] * routing.TOP_K + ["add.f32", "div.full.f32", "mul.f32"] if renormalize else ["mul.f32"]
+    return Counter(ops)
+
+
+def float_mismatch(ptx_text, renormalize):
+    """None when the kernel's float arithmetic is the Triton oracle's (same opcodes, same trees per thread),
+    else what differs."""
+    opcodes = Counter(op.opcode for op in float_ops(ptx_text))
+    if opcodes != expected_float_opcodes(renormalize):
+        return f"float opcodes {dict(opcodes)} != {dict(expected_float_opcodes(renormalize))}"
+    mine, triton = expression_roots(ptx_text), expression_roots(triton_ptx(renormalize))
+    if mine != triton:
+        return f"float trees differ from Triton's:\n  kernel {dict(mine)}\n  triton {dict(triton)}"
+    return None
+
+
+def float_problems(variant):
+    mismatch = float_mismatch(variant["ptx"], variant["renormalize"])
+    return [] if mismatch is None else [mismatch]
+
+
+# ---------------------------------------------------------------------------------------------- the wait
+
+def load_placement_problems(ptx_text):
+    """What is wrong with the global loads: other than two 16-byte bias loads reachable only before the
+    wait and two 16-byte logits loads reachable only after it, each pair in program order."""
+    loads = ptx.global_loads(ptx_text)
+    problems = [f"unexpected load {load.instruction}" for load in loads
+                if load.params not in ({LOGITS_PARAM}, {BIAS_PARAM})
+                or load.instruction.opcode != "ld.global.v4.f32"]
+    for param, name, place in ((BIAS_PARAM, "bias", (True, False)), (LOGITS_PARAM, "logits", (False, True))):
+        pair = [load for load in loads if load.params == {param}]
+        if [(load.before_wait, load.after_wait) for load in pair] != [place] * 2:
+            problems.append(f"{name} loads (before, after the wait): "
+                            f"{[(load.before_wait, load.after_wait) for load in pair]}, expected {[place] * 2}")
+        elif pair[0].instruction.index > pair[1].instruction.index:
+            problems.append(f"{name} loads out of program order")
+    return problems
+
+
+def sass_problems(sass_text):
+    """The SASS must keep one wait (ACQBULK) with two 128-bit global loads on each side, and no FFMA."""
+    opcodes = ptx.sass_opcodes(sass_text)
+    if opcodes.count("ACQBULK") != 1:
+        return [f"SASS has {opcodes.count('ACQBULK')} ACQBULK, expected 1"]
+    wait = opcodes.index("ACQBULK")
+    problems = [f"SASS global loads {side} the wait: {loads}, expected {[WIDE_LOAD] * 2}"
+                for side, loads in (("before", [op for op in opcodes[:wait] if op.startswith("LDG")]),
+                                    ("after", [op for op in opcodes[wait:] if op.startswith("LDG")]))
+                if loads != [WIDE_LOAD] * 2]
+    ffma = [op for op in opcodes if op.startswith("FFMA")]
+    return problems + ([f"SASS has {len(ffma)} FFMA"] if ffma else [])
+
+
+def branch_problems(variant):
+    """Without metadata, no branch may follow the wait (warps past the last row leave before it)."""
+    if variant["metadata"]:
+        return []
+    return [f"branch after the wait: {inst}" for inst in ptx.branches_after_wait(variant["ptx"])]
+
+
+def _global_writes(program, indices):
+    return [i for i in sorted(indices) if program.instructions[i].base in ("st", "atom", "red")
+            and "global" in program.instructions[i].types]
+
+
+def write_placement_problems(ptx_text):
+    """Global writes only after the wait, none after the one launch_dependents, and no exit that skips it."""
+    program = ptx.parse(ptx_text)
+    before, after = ptx.wait_regions(program)
+    problems = [f"global write before the wait: {program.instructions[i]}" for i in _global_writes(program, before)]
+    if not _global_writes(program, after):
+        problems.append("no global write after the wait")
+    launch = [i.index for i in program.instructions if i.opcode == ptx.LAUNCH_DEPENDENTS]
+    if len(launch) != 1:
+        return problems + [f"{len(launch)} {ptx.LAUNCH_DEPENDENTS}, expected 1"]
+    problems += [f"global write after {ptx.LAUNCH_DEPENDENTS}: {program.instructions[i]}"
+                 for i in _global_writes(program, ptx.reachable(program, launch[0]))]
+    exits = [i.index for i in program.instructions if i.base in ("ret", "exit")]
+    if set(exits) & ptx.reachable(program, 0, stop_opcode=ptx.LAUNCH_DEPENDENTS):
+        problems.append(f"an exit is reachable without passing {ptx.LAUNCH_DEPENDENTS}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------- the rest
+
+def resource_problems(usage):
+    """No local memory or stack (no spills), at most 255 registers."""
+    problems = [f"{field} = {usage[field]}, expected 0" for field in ("local_bytes", "stack_bytes")
+                if usage[field]]
+    if usage["registers"] > MAX_REGISTERS:
+        problems.append(f"{usage['registers']} registers > {MAX_REGISTERS}")
+    return problems
+
+
+def constant_problems():
+    """routing's float constants against the float32 values they name."""
+    problems = []
+    for name, value in CONSTANTS.items():
+        want = int(np.float32(value).view(np.uint32))
+        if getattr(routing, name).bits != want:
+            problems.append(f"routing.{name} = {getattr(routing, name).bits:#010x}, float32({value!r}) is {want:#010x}")
+    return problems
+
+
+CHECKS = {
+    "float arithmetic": float_problems,
+    "load placement": lambda v: load_placement_problems(v["ptx"]),
+    "SASS loads and FFMA": lambda v: sass_problems(v["sass"]),
+    "branch after the wait": branch_problems,
+    "write placement": lambda v: write_placement_problems(v["ptx"]),
+    "resources": lambda v: resource_problems(v["resources"]),
+}
+
+
+def variant_problems(variant):
+    """{check name: problems} of one compiled variant, only the checks that found something."""
+    found = {name: check(variant) for name, check in CHECKS.items()}
+    return {name: problems for name, problems in found.items() if problems}
