@@ -42,3 +42,10 @@ clean:
 .PHONY: flashinfer-oracle
 flashinfer-oracle: $(STAMP)
 	$(PY) -m oracles.flashinfer_routing
+
+# The mutant catalog (properties/mutants.py): edited copies of the kernel that the checks of `make verify` must
+# kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
+# corpora/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only div_rn".
+.PHONY: mutants
+mutants: $(STAMP)
+	$(PY) -m properties.mutants $(MUTANTS_ARGS)

@@ -28,12 +28,21 @@ MAX_REGISTERS = 255
 CONSTANTS = {"ZERO": 0.0, "ONE": 1.0, "LOG2E": float(np.log2(np.e)), "RENORM_EPS": 1e-15}
 
 
+def compile_variant(metadata, renormalize):
+    """One variant compiled for sm_90a: its PTX and cubin."""
+    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize)
+    return {"metadata": metadata, "renormalize": renormalize, "ptx": ptx_text, "cubin": cubin}
+
+
+def read_cubin(variant):
+    """The variant with its cubin's SASS and resource usage added (cuobjdump)."""
+    return {**variant, "sass": ptx.sass(variant["cubin"]), "resources": ptx.resource_usage(variant["cubin"])}
+
+
 @functools.lru_cache(maxsize=None)
 def compiled(metadata, renormalize):
     """One variant compiled for sm_90a: its PTX, cubin, SASS and resource usage."""
-    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize)
-    return {"metadata": metadata, "renormalize": renormalize, "ptx": ptx_text, "cubin": cubin,
-            "sass": ptx.sass(cubin), "resources": ptx.resource_usage(cubin)}
+    return read_cubin(compile_variant(metadata, renormalize))
 
 
 # ---------------------------------------------------------------------------------------------- float path
@@ -147,17 +156,15 @@ def constant_problems():
     return problems
 
 
-CHECKS = {
+# Checks of the PTX alone, then of the cubin (they need read_cubin).
+PTX_CHECKS = {
     "float arithmetic": float_problems,
     "load placement": lambda v: load_placement_problems(v["ptx"]),
-    "SASS loads and FFMA": lambda v: sass_problems(v["sass"]),
     "branch after the wait": branch_problems,
     "write placement": lambda v: write_placement_problems(v["ptx"]),
+}
+CUBIN_CHECKS = {
+    "SASS loads and FFMA": lambda v: sass_problems(v["sass"]),
     "resources": lambda v: resource_problems(v["resources"]),
 }
-
-
-def variant_problems(variant):
-    """{check name: problems} of one compiled variant, only the checks that found something."""
-    found = {name: check(variant) for name, check in CHECKS.items()}
-    return {name: problems for name, problems in found.items() if problems}
+CHECKS = {**PTX_CHECKS, **CUBIN_CHECKS}
