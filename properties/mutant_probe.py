@@ -318,7 +318,8 @@ def replay_one(path):
              if (a is None) != (b is None) or (a is not None and not np.array_equal(a, b))]
     if drift:
         raise RuntimeError(f"{path}: the model's outputs changed since the case was saved ({drift})")
-    return {"killed": bool(run.lines), "evidence": [f"{Path(path).name}: {line}" for line in run.lines[:MISMATCH_LINES]]}
+    return {"killed": bool(run.lines),
+            "evidence": [f"{Path(path).name}: {line}" for line in run.lines[:MISMATCH_LINES]]}
 
 
 def replay(paths):

@@ -35,9 +35,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from properties.mutant_probe import CORPUS_DIR, ROOT
+
 KERNEL_DIR = ROOT / "kernel"
-CORPUS_DIR = ROOT / "corpora" / "mutants"
 DEFAULT_REPORT = ROOT / "reports" / "mutants.json"
 WORK_ROOT = ROOT / "build" / "mutants"
 TARGETS = ("routing.py", "primitives.py")
@@ -80,14 +80,16 @@ BOTH = (STATIC, DIFFERENTIAL)
 CATALOG = (
     # ---- float arithmetic: primitives.py emits one instruction per function
     _mutant("ex2_ftz", "ex2.approx.ftz.f32 in place of ex2.approx.f32 (same outputs: 1 + e absorbs a subnormal e)",
-            (STATIC,), (P, '_f32_asm("ex2.approx.f32", (a,), loc, ip)', '_f32_asm("ex2.approx.ftz.f32", (a,), loc, ip)')),
+            (STATIC,),
+            (P, '_f32_asm("ex2.approx.f32", (a,), loc, ip)', '_f32_asm("ex2.approx.ftz.f32", (a,), loc, ip)')),
     _mutant("div_rn", "div.rn.f32 (IEEE division) in place of div.full.f32", BOTH,
             (P, '_f32_asm("div.full.f32", (a, b), loc, ip)', '_f32_asm("div.rn.f32", (a, b), loc, ip)')),
     _mutant("rcp_then_mul", "a / b as rcp.approx.ftz.f32 then mul.f32: no range scaling (sigmoid of g < -87.3)", BOTH,
             (P, '_f32_asm("div.full.f32", (a, b), loc, ip)',
              '_f32_asm("mul.f32", (a, _f32_asm("rcp.approx.ftz.f32", (b,), loc, ip)), loc, ip)')),
     _mutant("fma_contracted", "every mul.f32 contracted to fma.rn.f32 a, b, -0.0 (the same value for every input)",
-            (STATIC,), (P, '_f32_asm("mul.f32", (a, b), loc, ip)', '_f32_asm("fma.rn.f32", (a, b, Imm(0x80000000)), loc, ip)')),
+            (STATIC,),
+            (P, '_f32_asm("mul.f32", (a, b), loc, ip)', '_f32_asm("fma.rn.f32", (a, b, Imm(0x80000000)), loc, ip)')),
     _mutant("sigmoid_folded", "sigmoid's (0 - x) * log2e folded to x * -log2e as Triton 3.9 emits (same outputs)",
             (STATIC,), (R, "t = mul_f32(sub_f32(ZERO, x), LOG2E)", "t = mul_f32(x, Imm(0xBFB8AA3B))")),
     _mutant("sum_from_first_pick", "total starts at s_0 instead of 0.0 + s_0 (same outputs: s_0 is never -0.0)",
@@ -108,18 +110,22 @@ CATALOG = (
             (R, "winner = Int32(cute.arch.clz(cute.arch.brev(holders)))",
              "winner = Int32(WARP - 1) - Int32(cute.arch.clz(holders))")),
     _mutant("ties_highest_slot", "among a lane's equal keys the highest expert wins", (DIFFERENTIAL,),
-            (R, "| Uint64(SLOT_MASK - j) for j, c in enumerate(corrected)]", "| Uint64(j) for j, c in enumerate(corrected)]"),
+            (R, "| Uint64(SLOT_MASK - j) for j, c in enumerate(corrected)]",
+             "| Uint64(j) for j, c in enumerate(corrected)]"),
             (R, "lane * EXPERTS_PER_LANE + (SLOT_MASK - code), winner)", "lane * EXPERTS_PER_LANE + code, winner)"),
-            (R, "shuffle_sync(_by_slot(scores, code), winner)", "shuffle_sync(_by_slot(scores, SLOT_MASK - code), winner)")),
+            (R, "shuffle_sync(_by_slot(scores, code), winner)",
+             "shuffle_sync(_by_slot(scores, SLOT_MASK - code), winner)")),
     _mutant("negative_keys_unmirrored", "negative c keyed by its bits unmirrored: -2 ranks above -1, -inf above all "
-            "(LLVM emits the sign flip as neg.f32)", BOTH, (R, "flip = (Uint32(0) - (bits >> 31)) | Uint32(SIGN_BIT)", "flip = Uint32(SIGN_BIT)")),
+            "(LLVM emits the sign flip as neg.f32)", BOTH,
+            (R, "flip = (Uint32(0) - (bits >> 31)) | Uint32(SIGN_BIT)", "flip = Uint32(SIGN_BIT)")),
     _mutant("every_holder_pops", "every lane holding the best key pops its head, not only the winner", (DIFFERENTIAL,),
             (R, "won = lane == winner", "won = key == best")),
     _mutant("sort_missing_comparator", "the lane's sorting network without its last comparator (5, 6)",
             (DIFFERENTIAL,), (R, "for i, j in SORT8:", "for i, j in SORT8[:-1]:")),
     # ---- metadata
     _mutant("cta_limit_off_by_one", "a CTA's row limit one past its expert's last row", (DIFFERENTIAL,),
-            (R, "cutlass.min((cta + 1) * tile_n, first_row + count)", "cutlass.min((cta + 1) * tile_n, first_row + count + 1)")),
+            (R, "cutlass.min((cta + 1) * tile_n, first_row + count)",
+             "cutlass.min((cta + 1) * tile_n, first_row + count + 1)")),
     _mutant("padding_unwritten", "the padding rows of each expert's last CTA left unwritten (not -1)", (DIFFERENTIAL,),
             (R, "        self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
                 "                           META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)\n", "")),
@@ -132,10 +138,11 @@ CATALOG = (
             (DIFFERENTIAL,), (R, "if tid < rows * TOP_K:", "if tid <= rows * TOP_K:")),
     # ---- programmatic dependent launch
     _mutant("logits_before_wait", "without metadata the row is routed (logits loaded) before griddepcontrol.wait",
-            (STATIC,), (R, "cute.arch.griddepcontrol_wait()\n                _route_row(mLogits, mIds, mWeights, bias, warp, "
-                           "lane, scale, self.renormalize)\n",
-                        "_route_row(mLogits, mIds, mWeights, bias, warp, lane, scale, self.renormalize)\n"
-                        "                cute.arch.griddepcontrol_wait()\n")),
+            (STATIC,),
+            (R, "cute.arch.griddepcontrol_wait()\n"
+                "                _route_row(mLogits, mIds, mWeights, bias, warp, lane, scale, self.renormalize)\n",
+             "_route_row(mLogits, mIds, mWeights, bias, warp, lane, scale, self.renormalize)\n"
+             "                cute.arch.griddepcontrol_wait()\n")),
     _mutant("bias_after_wait", "with metadata the bias is loaded after griddepcontrol.wait", (STATIC,),
             (R, "            bias = _load_lane(bias_address)\n"
                 "            # Every thread writes global memory, so every thread waits for the preceding grid.\n"
@@ -162,13 +169,13 @@ EQUIVALENT = (
 
 # ---------------------------------------------------------------------------------------------- making a mutant
 
-def mutated_sources(mutant, kernel_dir=KERNEL_DIR):
+def mutated_sources(mutant):
     """{target file name: edited text}; MutantEditError unless every old text occurs exactly once."""
     texts = {}
     for edit in mutant.edits:
         if edit.target not in TARGETS:
             raise MutantEditError(f"mutant {mutant.name}: target {edit.target!r} is not one of {TARGETS}")
-        text = texts.get(edit.target) or (kernel_dir / edit.target).read_text()
+        text = texts.get(edit.target) or (KERNEL_DIR / edit.target).read_text()
         count = text.count(edit.old)
         if count != 1:
             raise MutantEditError(f"mutant {mutant.name}: its edit of kernel/{edit.target} expects this text exactly "
@@ -307,7 +314,8 @@ def table(rows):
     """The kill table in Markdown."""
     lines = ["| mutant | what it breaks | expected | killed by | minimal case |", "|---|---|---|---|---|"]
     for row in rows:
-        killed = ", ".join(row["killed_by"]) or ("not yet" if row["not_run"] else "**survived**")
+        killed = ", ".join(t if t in row["expected"] else f"{t} (unexpected)" for t in row["killed_by"]) \
+            or ("not yet" if row["not_run"] else "**survived**")
         if row["not_run"]:
             killed += f" ({', '.join(row['not_run'])} not run)"
         case = Path(row["case"]).name if row["case"] else ""
@@ -326,7 +334,7 @@ def _pool_run(work, jobs, log):
             outcomes[key] = outcome
             state = "error" if outcome.error else ("killed" if outcome.killed else "not killed")
             log(f"  {key[0]:26s} {key[1]:12s} {state:10s} {outcome.seconds:6.1f} s"
-                + (f"  {outcome.evidence[0][:100]}" if outcome.evidence else ""))
+                + (f"  {outcome.evidence[0].splitlines()[0][:100]}" if outcome.evidence else ""))
     return outcomes
 
 
