@@ -221,8 +221,11 @@ class Outcome:
 
 
 def _probe_env(folder):
+    """The copy first, then the repository and its tests; an inherited PYTHONPATH last (it may hold the DSL's
+    packages)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT), str(ROOT / "tests")])
+    inherited = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+    env["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT), str(ROOT / "tests")] + inherited)
     env["CUTE_DSL_CACHE_DIR"] = str(folder / "cute-cache")
     env["CUTE_DSL_NO_CACHE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
