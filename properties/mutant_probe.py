@@ -1,7 +1,7 @@
 """One kernel (a mutant's edited copy or the real kernel) through one tier, in a process of its own.
 
     python -m properties.mutant_probe static|differential|replay --kernel-dir DIR --result PATH --name NAME
-                                      [--description TEXT] [--case PATH]
+                                      [--description TEXT] [--first-kill] [--case PATH ...]
 
 Started by properties.mutants with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests; it first
 checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence": [...],
@@ -15,7 +15,10 @@ cycling through SCALES, each batch also with metadata (tiles cycling through TIL
 experts, none of the picked ones, one picked expert, from the smallest pick on), against the NumPy model bit
 for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
 smallest tile; scale 1.0; a zero bias; each step kept only if the mismatch stays) and saved as a case file.
-replay (GPU): the case in --case; killed means the kernel's outputs differ from the model's.
+A mutant that faults the GPU is killed by the case that faulted (saved unminimised: the context is gone).
+replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
+The static result also holds each variant's PTX digest, so the runner can tell a mutant that compiles to the
+real kernel.
 
 Case files (``musespark-mutant-case/1``, self-contained JSON): inputs as 8-hex-digit bit patterns (scale
 too), outputs as the poisoned buffers read after the call (ids and weights: all MAX_TOKENS rows, so a write
