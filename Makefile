@@ -49,3 +49,18 @@ flashinfer-oracle: $(STAMP)
 GPU_BUNDLE_PART_MB ?= 40
 gpu-bundle: $(STAMP) flashinfer-oracle
 	$(PY) -m kernel.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
+
+# Properties and corpora (properties/, corpora/). `make replay CASE=path` replays saved cases (files or
+# folders, several allowed): every implementation this machine runs, and every recorded output, against the
+# live NumPy model; exit 1 when anything differs. `corpus-generate` draws the regression corpus (FORCE=1
+# replaces it); `corpus-record` reruns every implementation on it and records the outputs (needs the GPU).
+.PHONY: replay corpus-generate corpus-record
+replay: $(STAMP)
+	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
+	$(PY) -m properties.replay $(CASE)
+
+corpus-generate: $(STAMP)
+	$(PY) -m properties.corpus generate $(if $(FORCE),--force)
+
+corpus-record: $(STAMP)
+	$(PY) -m properties.corpus record
