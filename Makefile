@@ -49,3 +49,11 @@ flashinfer-oracle: $(STAMP)
 GPU_BUNDLE_PART_MB ?= 40
 gpu-bundle: $(STAMP) flashinfer-oracle
 	$(PY) -m kernel.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
+
+# The kernel against the Triton and FlashInfer routing kernels and PyTorch eager, b = 1..8, on a GPU:
+# CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
+# e.g. `--verify-record FILE` (from `$(PY) -m kernel.bench --time-verify --out FILE`).
+.PHONY: bench
+BENCH_OUT ?= properties/results/bench-h200.json
+bench: $(STAMP) flashinfer-oracle
+	$(PY) -m kernel.bench --out $(BENCH_OUT) $(BENCH_ARGS)
