@@ -61,7 +61,7 @@ NCU_KERNEL_NAMES = {"cute": "Routing", "cute_meta": "Routing", "triton": "_routi
 NCU_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "smsp__inst_executed.sum",
                "launch__registers_per_thread", "launch__shared_mem_per_block_static",
                "launch__shared_mem_per_block_dynamic", "launch__block_size")
-NCU_TIMEOUT_S = 300
+NCU_TIMEOUT_S = 180
 _TIME_UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
                "second": 1e6, "s": 1e6}
 
@@ -88,22 +88,26 @@ class Recorder:
 
 # ---------------------------------------------------------------------------------------------- provenance
 
-def _nvidia_smi(fields):
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
-                         capture_output=True, text=True, check=True, timeout=30).stdout.splitlines()[0]
-    return dict(zip(fields, (v.strip() for v in out.split(","))))
+def _nvidia_smi(field):
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
+                         text=True, check=True, timeout=30).stdout.splitlines()
+    return out[0].strip() if out else "no output"
 
 
-CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "pstate", "temperature.gpu",
-                "power.draw", "clocks_event_reasons.active")
+# Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
+CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "clocks.applications.graphics",
+                "pstate", "temperature.gpu", "power.draw", "clocks_event_reasons.active")
 
 
 def clocks():
-    """The GPU's clocks and state now, from nvidia-smi (or the error)."""
-    try:
-        return _nvidia_smi(CLOCK_FIELDS)
-    except Exception as exc:  # noqa: BLE001 - recorded, not fatal
-        return {"error": _error(exc)}
+    """The GPU's clocks and state now, from nvidia-smi (each field, or its error)."""
+    out = {}
+    for field in CLOCK_FIELDS:
+        try:
+            out[field] = _nvidia_smi(field)
+        except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+            out[field] = f"unavailable: {_error(exc)}"
+    return out
 
 
 def _version(dist):
@@ -320,13 +324,16 @@ def capture(fn, iterations):
 
 
 def time_graph(graph, iterations, repetitions):
-    """Per-launch µs of each of ``repetitions`` timed replays (after WARMUP_REPLAYS untimed ones)."""
+    """Per-launch µs of each of ``repetitions`` timed replays (after WARMUP_REPLAYS untimed ones). Each
+    timed replay is queued behind an untimed one, so the GPU is busy when its start event passes and the
+    host's submission of the graph is not timed."""
     for _ in range(WARMUP_REPLAYS):
         graph.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples = []
     for _ in range(repetitions):
+        graph.replay()
         start.record()
         graph.replay()
         end.record()
@@ -395,7 +402,6 @@ def _minus_producer(chain, producer):
 def resources(rec, problem):
     """Registers, shared, local memory and stack of each kernel's binary (cuobjdump): the CuTe variants
     compiled for sm_90a, the Triton kernel as launched on ``problem``'s tensors, FlashInfer's library."""
-
     out = {}
     for name, metadata in (("cute", False), ("cute_meta", True)):
         out[name] = rec.attempt(f"resources {name}",
@@ -432,7 +438,6 @@ def find_ncu():
 def ncu_workload(args):
     """Run inside ncu: eager launches of NCU_VARIANTS for each b, profiled between profiler start and stop;
     writes the launch labels in order to args.ncu_workload."""
-
     cfg = _config(args)
     routing.prepare(True)
     problems = [Problem(b, cfg) for b in cfg.bs]
@@ -491,30 +496,37 @@ def assign_ncu(kernels, labels):
 
 
 def run_ncu(args):
-    """One ncu pass over the workload (all metrics; duration only if that fails); or why not."""
+    """One ncu pass over the workload (all metrics; once more with the duration only if that fails, unless
+    it timed out); or why not."""
     ncu = find_ncu()
     if ncu is None:
         return {"available": False, "reason": "ncu not found on PATH, in /usr/local/cuda*/bin or /opt/nvidia"}
-    version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]
+    lines = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.splitlines()
+    version = next((line for line in lines if line.startswith("Version")), " ".join(lines[-1:]))
     reasons = []
     for metrics in (NCU_METRICS, NCU_METRICS[:1]):
-        with tempfile.TemporaryDirectory() as folder:
-            labels_path = Path(folder) / "labels.json"
-            command = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
-                       "-k", "regex:routing", "--metrics", ",".join(metrics), "--csv",
-                       sys.executable, "-m", "kernel.bench", "--ncu-workload", str(labels_path),
-                       "--ncu-launches", str(args.ncu_launches), "--bs", *map(str, args.ncu_bs),
-                       *_config_args(args)]
-            try:
-                result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
-                kernels = parse_ncu_csv(result.stdout)
-                if result.returncode != 0 or not labels_path.is_file():
-                    raise RuntimeError(f"exit {result.returncode}: {(result.stderr or result.stdout)[-800:]}")
-                return {"available": True, "version": " ".join(version), "command": " ".join(command),
-                        "kernels": assign_ncu(kernels, json.loads(labels_path.read_text()))}
-            except Exception as exc:  # noqa: BLE001 - recorded: ncu is optional
-                reasons.append(f"metrics {','.join(metrics)}: {_error(exc)}")
-    return {"available": False, "reason": " | ".join(reasons), "version": " ".join(version)}
+        try:
+            return {"available": True, "version": version, **_ncu_pass(ncu, metrics, args)}
+        except subprocess.TimeoutExpired:
+            reasons.append(f"metrics {','.join(metrics)}: no result within {NCU_TIMEOUT_S} s")
+            break
+        except Exception as exc:  # noqa: BLE001 - recorded: ncu is optional
+            reasons.append(f"metrics {','.join(metrics)}: {_error(exc)}")
+    return {"available": False, "reason": " | ".join(reasons), "version": version}
+
+
+def _ncu_pass(ncu, metrics, args):
+    with tempfile.TemporaryDirectory() as folder:
+        labels_path = Path(folder) / "labels.json"
+        command = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
+                   "-k", "regex:routing", "--metrics", ",".join(metrics), "--csv",
+                   sys.executable, "-m", "kernel.bench", "--ncu-workload", str(labels_path),
+                   "--ncu-launches", str(args.ncu_launches), "--bs", *map(str, args.ncu_bs), *_config_args(args)]
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
+        if result.returncode != 0 or not labels_path.is_file():
+            raise RuntimeError(f"exit {result.returncode}: {(result.stderr + result.stdout)[-800:]}")
+        kernels = assign_ncu(parse_ncu_csv(result.stdout), json.loads(labels_path.read_text()))
+    return {"command": " ".join(command), "kernels": kernels}
 
 
 # ---------------------------------------------------------------------------------------------- harness
@@ -603,6 +615,15 @@ def time_verify(out_path):
     return 0 if record["verdict"] == "PASS" else 1
 
 
+def verify_record(path):
+    """A --time-verify record, or a gate report (reports/verify.json: pytest's time only) in that form."""
+    record = json.loads(Path(path).read_text())
+    if "seconds_total" not in record:
+        record = {"tier": record["tier"], "verdict": record["verdict"], "seconds_total": record["seconds"],
+                  "machine": f"gate report {path}: pytest time only, not the FlashInfer build"}
+    return record
+
+
 # ---------------------------------------------------------------------------------------------- the run
 
 def _config(args):
@@ -657,7 +678,7 @@ def run(args):
         "gpu_differential": rec.attempt("gpu differential rate", gpu_differential_rate, args.harness_seconds),
         "cpu_model": rec.attempt("cpu model rate", cpu_model_rate, args.harness_seconds),
         "exhaustive_sweep": rec.attempt("exhaustive sweep record", exhaustive_sweep),
-        "verify_records": [json.loads(Path(p).read_text()) for p in args.verify_record],
+        "verify_records": [rec.attempt(f"verify record {p}", verify_record, p) for p in args.verify_record],
     }
     results["errors"] = rec.errors
     results["seconds"] = round(time.perf_counter() - started, 1)

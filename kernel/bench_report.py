@@ -113,7 +113,7 @@ def evaluate_targets(results):
 
 
 def _verify_target(results):
-    runs = [r for r in results["harness"].get("verify_records", []) if r.get("tier") == "cpu"]
+    runs = [r for r in results["harness"].get("verify_records", []) if r.get("tier") == "cpu" and "error" not in r]
     if not runs:
         return {"met": None, "why": "no CPU-tier verify record in this results file"}
     worst = max(r["seconds_total"] for r in runs)
@@ -174,8 +174,8 @@ def timing_tables(results):
                   "producer alone, µs, median (minimum). Only the CuTe kernel and FlashInfer with "
                   "mUsePdl=true launch with PDL; Triton and PyTorch eager wait for the producer to finish.", ""]
     producer = results["pdl_chain"].get("producer", {})
-    lines += _table(["b", "producer (logits)", *VARIANT_NAMES],
-                    [[b, _cell(producer.get("logits", {}).get(str(b))),
+    lines += _table(["b", "producer (logits)", "producer (ids)", *VARIANT_NAMES],
+                    [[b, *(_cell(producer.get(target, {}).get(str(b))) for target in ("logits", "ids")),
                       *(_cell(results["pdl_chain"][n].get(str(b))) for n in VARIANT_NAMES)] for b in cfg["bs"]])
     return lines
 
@@ -258,8 +258,13 @@ def harness_table(results):
     for primitive, seconds in sweep.get("seconds", {}).items():
         rows.append([f"exhaustive sweep, {primitive}", f"{seconds} s", sweep.get("source", "")])
     for record in h.get("verify_records", []):
+        if "error" in record:
+            rows.append(["make verify", "error", record["error"]])
+            continue
         rows.append([f"make verify, {record['tier']} tier", f"{record['seconds_total']:.0f} s",
                      f"{record.get('machine', '')}; verdict {record.get('verdict', '?')}"])
+        for case, entry in record.get("cpu_model", {}).items():
+            rows.append([f"CPU model cases/s, {case}", f"{entry['cases_per_s']:,.0f}", record.get("machine", "")])
     lines = ["Harness throughput:", ""] + _table(["measurement", "value", "where / what"], rows)
     lines += ["", f"CPU tier of make verify under 10 minutes: {_verdict(targets['cpu_verify_under_10_min']['met'])}; "
                   f"exhaustive sweep of each primitive under 60 s: "
@@ -277,13 +282,13 @@ def readme_table(results):
 
 
 def replace_readme_block(readme_text, body):
-    """``readme_text`` with the text between the bench-table markers replaced by ``body`` (markers
-    appended at the end when absent)."""
+    """``readme_text`` with the text between the bench-table markers replaced by ``body`` (the marked block
+    appended at the end, under the README's last section, when absent)."""
     block = f"{README_BEGIN}\n{body}{README_END}"
     pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
     if pattern.search(readme_text):
         return pattern.sub(lambda _: block, readme_text)
-    return readme_text.rstrip("\n") + "\n\n## Benchmarks\n\n" + block + "\n"
+    return readme_text.rstrip("\n") + "\n\n" + block + "\n"
 
 
 def readme_block(readme_text):
