@@ -145,17 +145,14 @@ def machine():
     return {"cpu": model, "cores": cores, "load_average": load, "python": platform.python_version()}
 
 
-def provenance(with_gpu):
-    """GPU, driver, CUDA, clocks, package versions, commit and date of this run."""
-    prov = {"gpu": "none", "driver": "none", "cuda": "none", "compute_capability": "none"}
-    if with_gpu:
-        prov.update(describe())
+def provenance():
+    """GPU, driver, CUDA, clocks, package versions, commit and date of this run (on a CUDA device)."""
+    prov = describe()
     prov.update({"torch": torch.__version__, "triton": triton.__version__, "numpy": np.__version__,
                  "nvidia-cutlass-dsl": _version("nvidia-cutlass-dsl"),
                  "flashinfer": f"flashinfer-python {_version('flashinfer-python')} at run time; library "
                                "build/flashinfer_oracle/libfi_dyn_block.so from 0.7.2.post1 sources",
-                 "clocks": {"before": clocks() if with_gpu else "no GPU"},
-                 "host": machine(), "commit": _commit(),
+                 "clocks": {"before": clocks()}, "host": machine(), "commit": _commit(),
                  "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     return prov
 
@@ -637,7 +634,6 @@ def _config_args(args):
 
 
 def run(args):
-
     if not torch.cuda.is_available():
         print("kernel.bench: no CUDA device: the benchmark runs on a GPU (--readme-table and --time-verify do "
               "not need one)", file=sys.stderr)
@@ -645,7 +641,7 @@ def run(args):
     started = time.perf_counter()
     rec = Recorder()
     cfg = _config(args)
-    results = {"schema": bench_report.SCHEMA, "provenance": provenance(torch.cuda.is_available()),
+    results = {"schema": bench_report.SCHEMA, "provenance": provenance(),
                "config": cfg.as_dict(), "variants": dict(VARIANTS),
                "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
                "verify": {n: {} for n in VARIANT_NAMES}}

@@ -222,7 +222,7 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
         return bench_report.summarize([chain_us if mode == "pdl_chain" else 3.0, 4.0])
 
     monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(bench, "provenance", lambda with_gpu: synthetic(BASE)["provenance"])
+    monkeypatch.setattr(bench, "provenance", lambda: synthetic(BASE)["provenance"])
     monkeypatch.setattr(bench, "clocks", lambda: {"clocks.sm": "1 MHz"})
     monkeypatch.setattr(bench.routing, "prepare", lambda renormalize: None)
     monkeypatch.setattr(bench, "Problem", FakeProblem)
