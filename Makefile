@@ -64,3 +64,11 @@ corpus-generate: $(STAMP)
 
 corpus-record: $(STAMP)
 	$(PY) -m properties.corpus record
+
+# The kernel against the Triton and FlashInfer routing kernels and PyTorch eager, b = 1..8, on a GPU:
+# CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
+# e.g. `--verify-record FILE` (from `$(PY) -m kernel.bench --time-verify --out FILE`).
+.PHONY: bench
+BENCH_OUT ?= properties/results/bench-h200.json
+bench: $(STAMP) flashinfer-oracle
+	$(PY) -m kernel.bench --out $(BENCH_OUT) $(BENCH_ARGS)
