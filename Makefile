@@ -44,7 +44,7 @@ flashinfer-oracle: $(STAMP)
 	$(PY) -m oracles.flashinfer_routing
 
 # Everything a GPU runner without package access needs, in parts of at most GPU_BUNDLE_PART_MB MiB:
-# copy every part into one folder S there, then `python3 S/install.py S SITE --repo REPO`.
+# copy every part into one folder S there, then `python3 S/install.py install S SITE --repo REPO`.
 .PHONY: gpu-bundle
 GPU_BUNDLE_PART_MB ?= 40
 gpu-bundle: $(STAMP) flashinfer-oracle

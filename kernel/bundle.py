@@ -2,7 +2,7 @@
 FlashInfer oracle library, in parts small enough for one transfer each, with an installer.
 
     python -m kernel.bundle build [--out build/gpu-bundle] [--part-mb 40]
-    python3 install.py STAGE SITE [--repo DIR]      (on the runner, after copying every part into STAGE)
+    python3 install.py install STAGE SITE [--repo DIR]   (on the runner, every part copied into STAGE)
 
 ``build`` writes ``OUT/part1 .. partN`` (each at most --part-mb MiB; wheels larger than that are split in
 numbered pieces) and puts MANIFEST.json and install.py (this file, standard library only) into the last
@@ -116,22 +116,21 @@ def install(stage, site, repo):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command")
-    b = sub.add_parser("build")
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="download the wheels and write the parts")
     b.add_argument("--out", type=Path, default=REPO / "build" / "gpu-bundle")
     b.add_argument("--part-mb", type=int, default=40)
-    parser.add_argument("stage", nargs="?", type=Path)
-    parser.add_argument("site", nargs="?", type=Path)
-    parser.add_argument("--repo", type=Path, default=Path.cwd())
+    i = sub.add_parser("install", help="join, check and install a staged bundle with no network")
+    i.add_argument("stage", type=Path)
+    i.add_argument("site", type=Path)
+    i.add_argument("--repo", type=Path, default=Path.cwd())
     args = parser.parse_args(argv)
     if args.command == "build":
         for part in build(args.out, args.part_mb):
             size = sum(p.stat().st_size for p in part.iterdir())
             print(f"{part}: {size / 2**20:.1f} MiB, {len(list(part.iterdir()))} files")
-        return 0
-    if args.stage is None or args.site is None:
-        parser.error("install needs STAGE and SITE")
-    install(args.stage, args.site, args.repo)
+    else:
+        install(args.stage, args.site, args.repo)
     return 0
 
 

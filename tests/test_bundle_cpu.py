@@ -58,3 +58,12 @@ def test_a_corrupted_piece_is_refused(fake_wheels, tmp_path):
     (stage / piece).write_bytes(bytes(data))
     with pytest.raises(SystemExit, match="big-1-cp312.whl: sha256 mismatch"):
         bundle.install(stage, tmp_path / "site", tmp_path / "runner")
+
+
+def test_installer_command_line_takes_stage_and_site(fake_wheels, tmp_path, monkeypatch):
+    parts = bundle.build(tmp_path / "bundle", part_mb=2)
+    stage = tmp_path / "stage"
+    _stage(parts, stage)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check: None)
+    assert bundle.main(["install", str(stage), str(tmp_path / "site"), "--repo", str(tmp_path / "runner")]) == 0
+    assert (tmp_path / "runner" / bundle.ORACLE_FILES[0]).is_file()
