@@ -43,6 +43,36 @@ clean:
 flashinfer-oracle: $(STAMP)
 	$(PY) -m oracles.flashinfer_routing
 
+# Everything a GPU runner without package access needs, in parts of at most GPU_BUNDLE_PART_MB MiB:
+# copy every part into one folder S there, then `python3 S/install.py install S SITE --repo REPO`.
+.PHONY: gpu-bundle
+GPU_BUNDLE_PART_MB ?= 40
+gpu-bundle: $(STAMP) flashinfer-oracle
+	$(PY) -m kernel.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
+
+# Properties and corpora (properties/, corpora/). `make replay CASE=path` replays saved cases (files or
+# folders, several allowed): every implementation this machine runs, and every recorded output, against the
+# live NumPy model; exit 1 when anything differs. `corpus-generate` draws the regression corpus (FORCE=1
+# replaces it); `corpus-record` reruns every implementation on it and records the outputs (needs the GPU).
+.PHONY: replay corpus-generate corpus-record
+replay: $(STAMP)
+	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
+	$(PY) -m properties.replay $(CASE)
+
+corpus-generate: $(STAMP)
+	$(PY) -m properties.corpus generate $(if $(FORCE),--force)
+
+corpus-record: $(STAMP)
+	$(PY) -m properties.corpus record
+
+# The kernel against the Triton and FlashInfer routing kernels and PyTorch eager, b = 1..8, on a GPU:
+# CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
+# e.g. `--verify-record FILE` (from `$(PY) -m kernel.bench --time-verify --out FILE`).
+.PHONY: bench
+BENCH_OUT ?= properties/results/bench-h200.json
+bench: $(STAMP) flashinfer-oracle
+	$(PY) -m kernel.bench --out $(BENCH_OUT) $(BENCH_ARGS)
+
 # The mutant catalog (properties/mutants.py): edited copies of the kernel that the checks of `make verify` must
 # kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
 # corpora/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only div_rn".

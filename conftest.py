@@ -14,7 +14,7 @@ from oracles.fpenv import assert_subnormals_kept
 assert_subnormals_kept()
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=_SLOW_OK,
+settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=_SLOW_OK,
                           derandomize=True, print_blob=True)
 settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=_SLOW_OK,
                           print_blob=True)
@@ -51,6 +51,7 @@ GROUPS = (
     ("tests/test_properties_", "properties"),
     ("tests/test_corpus", "corpus replay"),
     ("tests/test_mutants", "mutants"),
+    ("tests/test_bench", "benchmark"),
 )
 _gate = {}
 

@@ -235,11 +235,32 @@ def sass_opcodes(sass_text: str):
     return out
 
 
+_RESOURCE_FIELDS = re.compile(r"(REG|STACK|SHARED|LOCAL):(\d+)")
+
+
+def _resources(line: str) -> dict:
+    """One kernel's fields of a cuobjdump --dump-resource-usage line."""
+    fields = dict(_RESOURCE_FIELDS.findall(line))
+    if len(fields) != 4:
+        raise ValueError(f"unexpected cuobjdump resource line: {line!r}")
+    return {"registers": int(fields["REG"]), "shared_bytes": int(fields["SHARED"]),
+            "local_bytes": int(fields["LOCAL"]), "stack_bytes": int(fields["STACK"])}
+
+
 def resource_usage(cubin: bytes) -> dict:
     """Registers, shared memory, local memory (spills) and stack of the cubin's kernel, from cuobjdump."""
     text = _run_cuobjdump(cubin, "--dump-resource-usage")
-    fields = dict(re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text))
-    if len(fields) != 4:
+    lines = [line for line in text.splitlines() if "REG:" in line]
+    if len(lines) != 1:
         raise ValueError(f"unexpected cuobjdump resource report:\n{text}")
-    return {"registers": int(fields["REG"]), "shared_bytes": int(fields["SHARED"]),
-            "local_bytes": int(fields["LOCAL"]), "stack_bytes": int(fields["STACK"])}
+    return _resources(lines[0])
+
+
+def binary_resource_usage(path) -> dict:
+    """{mangled kernel name: resource_usage fields} of every kernel in an ELF or fatbin file (a .so, a cubin)."""
+    text = subprocess.run([str(cuobjdump()), "--dump-resource-usage", str(path)], check=True, capture_output=True,
+                          text=True).stdout
+    found = re.findall(r"Function (\S+):\s*\n(.*REG:.*)", text)
+    if not found:
+        raise ValueError(f"no kernel in cuobjdump's resource report of {path}:\n{text}")
+    return {name: _resources(line) for name, line in found}

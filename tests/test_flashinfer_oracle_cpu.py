@@ -140,3 +140,35 @@ def test_repeat_in_a_later_token_names_the_token():
 def test_bad_scalars_are_refused(offset, count, tile, poison, name):
     with pytest.raises(ValueError, match=name):
         dyn_block_metadata(_ids(), offset, count, tile, poison=poison)
+
+
+def test_library_resources_are_read_per_kernel(library_path):
+    from kernel import ptx
+    found = ptx.binary_resource_usage(library_path)
+    assert sorted(_demangle(list(found))) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
+    assert all(r["registers"] > 0 and r["local_bytes"] == 0 for r in found.values())
+
+
+def test_enqueue_entry_refuses_null_buffers_before_touching_cuda(library_path):
+    """The enqueue entry checks its arguments first, so this runs without a device."""
+    entry = load_library().fi_dyn_block_enqueue
+    entry.restype = ctypes.c_int
+    message = ctypes.create_string_buffer(256)
+    args = [None, 1, EXPERTS, TOP_K, 0, EXPERTS, 8, *[None] * 6, 0, message, len(message)]
+    entry.argtypes = [ctypes.c_void_p, *[ctypes.c_int32] * 6, *[ctypes.c_void_p] * 6, ctypes.c_int32,
+                      ctypes.c_char_p, ctypes.c_int32]
+    assert entry(*args) == 1 and b"bad arguments" in message.value
+
+
+def test_enqueue_wrapper_refuses_host_and_mistyped_ids():
+    import torch
+
+    from oracles.flashinfer_routing.enqueue import device_buffers
+    with pytest.raises(ValueError, match="CUDA device"):
+        device_buffers(torch.zeros((1, TOP_K), dtype=torch.int32), 8)
+    with pytest.raises(ValueError, match=r"int32 torch.Tensor \[b, 8\]"):
+        device_buffers(torch.zeros((1, TOP_K), dtype=torch.int64), 8)
+    with pytest.raises(ValueError, match=r"int32 torch.Tensor \[b, 8\]"):
+        device_buffers(torch.zeros((MAX_TOKENS + 1, TOP_K), dtype=torch.int32), 8)
+    with pytest.raises(ValueError, match="int32 torch.Tensor"):
+        device_buffers(_ids(), 8)

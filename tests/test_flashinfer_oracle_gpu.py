@@ -168,3 +168,67 @@ def test_dispatch_outside_the_compiled_instance_launches_nothing_and_says_so():
         ids.ctypes.data_as(i32p), 1, 2 * EXPERTS, TOP_K, 0, 2 * EXPERTS, 1, -2, ptr[0], ROUTES, ptr[1], ptr[2],
         MAX_CTAS, ptr[3], MAX_CTAS, ptr[4], message, len(message))
     assert status == 3 and b"launched nothing" in message.value
+
+
+# ---------------------------------------------------------------------------------------------- enqueue
+
+ENQUEUE_TILES = (1, 3, 8, 64, 256)
+
+
+@pytest.mark.parametrize("use_pdl", (False, True))
+@pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
+def test_enqueued_launch_matches_the_oracle_entry(b, use_pdl):
+    """fi_dyn_block_enqueue on torch buffers and stream writes what fi_dyn_block_metadata returns, every
+    element (both start from the same poison); a few tiles and local ranges per b."""
+    import torch
+
+    from oracles.flashinfer_routing.enqueue import device_buffers, enqueue, read_back
+    rng = np.random.default_rng([SEED, b, 1])
+    compared, mismatches = 0, []
+    for tile in ENQUEUE_TILES:
+        ids = _random_ids(rng, b)
+        for offset, count in ((0, EXPERTS), _widest_unpicked(ids), *_random_split(rng, 4)):
+            buffers = device_buffers(torch.from_numpy(ids).cuda(), tile)
+            enqueue(buffers, offset, count, use_pdl=use_pdl)
+            got = to_meta(read_back(buffers))
+            want = to_meta(dyn_block_metadata(ids, offset, count, tile, poison=DEFAULT_POISON))
+            compared += 1
+            if not np.array_equal(got, want):
+                mismatches.append(_mismatch(ids, offset, count, tile, got, want))
+    assert compared == len(ENQUEUE_TILES) * 6
+    assert not mismatches, "\n".join(mismatches[:MAX_REPORTED])
+
+
+def test_enqueue_is_captured_by_a_torch_cuda_graph_and_replays_on_new_ids():
+    import torch
+
+    from oracles.flashinfer_routing.enqueue import device_buffers, enqueue, read_back
+    rng = np.random.default_rng([SEED, 2])
+    first, second = _random_ids(rng, MAX_TOKENS), _same_experts(rng, MAX_TOKENS)
+    buffers = device_buffers(torch.from_numpy(first).cuda(), 8)
+    enqueue(buffers, 0, EXPERTS)  # outside capture first: the library's runtime loads the kernel
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        enqueue(buffers, 0, EXPERTS, use_pdl=True)
+    for ids in (first, second):
+        buffers.ids.copy_(torch.from_numpy(ids))
+        buffers.poison()
+        graph.replay()
+        got = to_meta(read_back(buffers))
+        want = to_meta(dyn_block_metadata(ids, 0, EXPERTS, 8, poison=DEFAULT_POISON))
+        assert np.array_equal(got, want), _mismatch(ids, 0, EXPERTS, 8, got, want)
+
+
+def test_enqueue_refuses_undersized_buffers_before_launching():
+    import dataclasses
+
+    import torch
+
+    from oracles.flashinfer_routing.enqueue import device_buffers, enqueue
+    buffers = device_buffers(torch.from_numpy(_random_ids(np.random.default_rng(SEED), 2)).cuda(), 8)
+    small = dataclasses.replace(buffers, permuted_to_token=buffers.permuted_to_token[:-1])
+    with pytest.raises(ValueError, match="permuted_to_token"):
+        enqueue(small, 0, EXPERTS)
+    with pytest.raises(ValueError, match="num_local_experts"):
+        enqueue(buffers, 200, 57)

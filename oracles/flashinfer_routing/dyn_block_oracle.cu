@@ -4,7 +4,8 @@
 // The C entry point fi_dyn_block_metadata takes top-k expert ids on the host, fills every output buffer
 // with a caller-chosen poison value, calls routingCustom::launchDynBlockKernel exactly as FlashInfer's
 // runPostTopKPipeline does for precomputed ids, and copies every buffer back, so that elements the
-// kernel does not write can be compared too.
+// kernel does not write can be compared too. fi_dyn_block_enqueue makes the same launch on the caller's
+// device buffers and stream and returns without waiting (for timing and CUDA graph capture).
 //
 // Build time: FlashInfer's LAUNCH_ROUTING_CUSTOM instantiates every routing policy, expert tier and
 // dtype (minutes of nvcc). It is narrowed here, before the kernel header is read, to the one instance
@@ -134,6 +135,69 @@ int cudaStatus(cudaError_t err, char const* what, char* message, int32_t capacit
   return kCudaError;
 }
 
+// The six output buffers of one launch (device pointers), in the kernel's Data field order.
+struct Outputs {
+  int32_t* expandedToPermuted;
+  int32_t* ctaBatch;
+  int32_t* ctaLimit;
+  int32_t* permutedToToken;
+  int32_t* permutedIdxSize;
+  int32_t* numNonExitingCtas;
+};
+
+// runPostTopKPipeline's Data for precomputed device ids [numTokens, topK].
+custom::Data precomputedIdsData(int32_t* deviceIds, int32_t numTokens, int32_t numExperts,
+                                int32_t topK, int32_t localExpertOffset, int32_t numLocalExperts,
+                                int32_t tileN, Outputs const& out, bool usePdl) {
+  custom::Data data;
+  data.mUsePdl = usePdl;
+  data.mPtrTopKIds = deviceIds;
+  data.mPtrExpandedIdxToPermutedIdx = out.expandedToPermuted;
+  data.mPtrCtaIdxXyToBatchIdx = out.ctaBatch;
+  data.mPtrCtaIdxXyToMnLimit = out.ctaLimit;
+  data.mPtrPermutedIdxToTokenIdx = out.permutedToToken;
+  data.mPtrPermutedIdxSize = out.permutedIdxSize;
+  data.mPtrNumNonExitingCtas = out.numNonExitingCtas;
+  data.mNumTokens = numTokens;
+  data.mNumExperts = numExperts;
+  data.mTopK = topK;
+  data.mTileTokensDim = tileN;
+  data.mPaddingLog2 = paddingLog2(tileN);
+  data.mLocalExpertsStartIdx = localExpertOffset;
+  data.mLocalExpertsStrideLog2 = 0;
+  data.mNumLocalExperts = numLocalExperts;
+  // runPostTopKPipeline's settings for precomputed ids.
+  data.mDtypeOutput = routing::tg::Dtype::Fp32;
+  data.mDtypeInput = data.mDtypeOutput;
+  data.mPreprocessType = kPreprocess;
+  data.mPostprocessType = kPostprocess;
+  return data;
+}
+
+// launchDynBlockKernel on stream, as runPostTopKPipeline calls it; kOk once exactly one kernel was
+// launched without a launch error, else a status and message.
+int launchDynBlock(custom::Data const& data, cudaStream_t stream, char* message,
+                   int32_t messageCapacity) {
+  uint32_t const numThreadsHist =
+      std::min(1024u, static_cast<uint32_t>(custom::getMaxNumExperts(data.mNumExperts)));
+  gLaunches = 0;
+  bool const covered = custom::launchDynBlockKernel(data, numThreadsHist, stream);
+  cudaError_t const err = cudaGetLastError();
+  if (err != cudaSuccess) return cudaStatus(err, "launching the kernel", message, messageCapacity);
+  if (!covered || gLaunches != 1) {
+    writeMessage(message, messageCapacity,
+                 "launchDynBlockKernel launched nothing: FlashInfer's dispatch does not select the "
+                 "one instance compiled into this library for this configuration");
+    return kNotLaunched;
+  }
+  return kOk;
+}
+
+bool shapeOk(int32_t numTokens, int32_t numExperts, int32_t topK, int32_t tileN) {
+  return numTokens >= 1 && numTokens <= custom::DynBlockKernelMaxNumTokens && topK >= 1 &&
+         numExperts >= topK && tileN >= 1;
+}
+
 }  // namespace fi_oracle
 
 // Runs FlashInfer's dyn-block routing kernel on ids [numTokens, topK] (host, int32) for the local experts
@@ -149,8 +213,7 @@ extern "C" int fi_dyn_block_metadata(int32_t const* ids, int32_t numTokens, int3
                                      int32_t* scalars, char* message, int32_t messageCapacity) {
   using namespace fi_oracle;
   int32_t const routes = numTokens * topK;
-  if (numTokens < 1 || numTokens > custom::DynBlockKernelMaxNumTokens || topK < 1 ||
-      numExperts < topK || tileN < 1 || expandedCount < routes || ctaCount < routes ||
+  if (!shapeOk(numTokens, numExperts, topK, tileN) || expandedCount < routes || ctaCount < routes ||
       permutedCount / tileN < routes) {
     writeMessage(message, messageCapacity,
                  "bad shape: need 1 <= numTokens <= DynBlockKernelMaxNumTokens, topK <= numExperts, "
@@ -176,41 +239,13 @@ extern "C" int fi_dyn_block_metadata(int32_t const* ids, int32_t numTokens, int3
     if (err == cudaSuccess) err = cudaDeviceSynchronize();
     if (err != cudaSuccess) return cudaStatus(err, "poisoning outputs", message, messageCapacity);
 
-    custom::Data data;
-    data.mUsePdl = false;
-    data.mPtrTopKIds = deviceIds;
-    data.mPtrExpandedIdxToPermutedIdx = outputs[0].device;
-    data.mPtrCtaIdxXyToBatchIdx = outputs[1].device;
-    data.mPtrCtaIdxXyToMnLimit = outputs[2].device;
-    data.mPtrPermutedIdxToTokenIdx = outputs[3].device;
-    data.mPtrPermutedIdxSize = outputs[4].device;
-    data.mPtrNumNonExitingCtas = outputs[5].device;
-    data.mNumTokens = numTokens;
-    data.mNumExperts = numExperts;
-    data.mTopK = topK;
-    data.mTileTokensDim = tileN;
-    data.mPaddingLog2 = paddingLog2(tileN);
-    data.mLocalExpertsStartIdx = localExpertOffset;
-    data.mLocalExpertsStrideLog2 = 0;
-    data.mNumLocalExperts = numLocalExperts;
-    // runPostTopKPipeline's settings for precomputed ids.
-    data.mDtypeOutput = routing::tg::Dtype::Fp32;
-    data.mDtypeInput = data.mDtypeOutput;
-    data.mPreprocessType = kPreprocess;
-    data.mPostprocessType = kPostprocess;
-    uint32_t const numThreadsHist =
-        std::min(1024u, static_cast<uint32_t>(custom::getMaxNumExperts(numExperts)));
-
-    gLaunches = 0;
-    bool const covered = custom::launchDynBlockKernel(data, numThreadsHist, /*stream=*/nullptr);
-    err = cudaGetLastError();
-    if (err != cudaSuccess) return cudaStatus(err, "launching the kernel", message, messageCapacity);
-    if (!covered || gLaunches != 1) {
-      writeMessage(message, messageCapacity,
-                   "launchDynBlockKernel launched nothing: FlashInfer's dispatch does not select the "
-                   "one instance compiled into this library for this configuration");
-      return kNotLaunched;
-    }
+    Outputs const devices{outputs[0].device, outputs[1].device, outputs[2].device,
+                          outputs[3].device, outputs[4].device, outputs[5].device};
+    custom::Data const data =
+        precomputedIdsData(deviceIds, numTokens, numExperts, topK, localExpertOffset,
+                           numLocalExperts, tileN, devices, /*usePdl=*/false);
+    int const status = launchDynBlock(data, /*stream=*/nullptr, message, messageCapacity);
+    if (status != kOk) return status;
     err = cudaDeviceSynchronize();
     if (err != cudaSuccess) return cudaStatus(err, "running the kernel", message, messageCapacity);
     for (Buffer const& out : outputs) {
@@ -218,6 +253,40 @@ extern "C" int fi_dyn_block_metadata(int32_t const* ids, int32_t numTokens, int3
       if (err != cudaSuccess) return cudaStatus(err, "copying outputs", message, messageCapacity);
     }
     return kOk;
+  } catch (std::exception const& e) {
+    writeMessage(message, messageCapacity, e.what());
+    return kException;
+  }
+}
+
+// Enqueues FlashInfer's dyn-block routing kernel on `stream` (a cudaStream_t of the current device) for
+// device ids [numTokens, topK] and device output buffers sized as for fi_dyn_block_metadata (scalars: 2
+// elements); with usePdl nonzero the launch allows programmatic dependent launch, as FlashInfer's own
+// routing does when its caller enables PDL. Returns without waiting: 0 once exactly one kernel was
+// launched without error, else a nonzero status with a message. Writes nothing on the host.
+extern "C" int fi_dyn_block_enqueue(int32_t* deviceIds, int32_t numTokens, int32_t numExperts,
+                                    int32_t topK, int32_t localExpertOffset,
+                                    int32_t numLocalExperts, int32_t tileN,
+                                    int32_t* expandedToPermuted, int32_t* ctaBatch,
+                                    int32_t* ctaLimit, int32_t* permutedToToken, int32_t* scalars,
+                                    void* stream, int32_t usePdl, char* message,
+                                    int32_t messageCapacity) {
+  using namespace fi_oracle;
+  if (!shapeOk(numTokens, numExperts, topK, tileN) || deviceIds == nullptr ||
+      expandedToPermuted == nullptr || ctaBatch == nullptr || ctaLimit == nullptr ||
+      permutedToToken == nullptr || scalars == nullptr) {
+    writeMessage(message, messageCapacity,
+                 "bad arguments: need 1 <= numTokens <= DynBlockKernelMaxNumTokens, topK <= "
+                 "numExperts, tileN >= 1 and non-null device buffers");
+    return kBadArgument;
+  }
+  try {
+    Outputs const devices{expandedToPermuted, ctaBatch, ctaLimit, permutedToToken, scalars,
+                          scalars + 1};
+    custom::Data const data =
+        precomputedIdsData(deviceIds, numTokens, numExperts, topK, localExpertOffset,
+                           numLocalExperts, tileN, devices, usePdl != 0);
+    return launchDynBlock(data, static_cast<cudaStream_t>(stream), message, messageCapacity);
   } catch (std::exception const& e) {
     writeMessage(message, messageCapacity, e.what());
     return kException;

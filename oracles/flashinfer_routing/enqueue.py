@@ -1,0 +1,119 @@
+"""FlashInfer's routingIndicesDynBlockKernel enqueued on torch device buffers and a CUDA stream, without
+waiting: for timing and CUDA graph capture. ``dyn_block.dyn_block_metadata`` is the oracle entry (host ids,
+poisoned buffers, synchronous copy back); this is the same launch through ``fi_dyn_block_enqueue``.
+
+The library links the CUDA runtime statically; it launches into the current context of the calling thread
+(torch's primary context), so a torch stream handle is valid there. Call once outside capture first: the
+library's runtime initialises itself and loads the kernel on its first launch.
+"""
+
+import ctypes
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from kernel.layout import EXPERTS, MAX_CTAS, MAX_TILE, MAX_TOKENS, ROUTES, TOP_K
+from oracles.flashinfer_routing.dyn_block import (
+    DEFAULT_POISON,
+    DynBlockMetadata,
+    FlashInferOracleError,
+    _check_int,
+    load_library,
+)
+
+_MESSAGE_CAPACITY = 1024
+SCALARS = 2  # permuted_idx_size, num_non_exiting_ctas
+
+
+@dataclass(frozen=True)
+class DeviceBuffers:
+    """Device int32 tensors of one launch: the ids it reads [b, 8] and the outputs it writes, sized as the
+    oracle entry's (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * tile_n, SCALARS)."""
+
+    ids: torch.Tensor
+    expanded_to_permuted: torch.Tensor
+    cta_batch: torch.Tensor
+    cta_limit: torch.Tensor
+    permuted_to_token: torch.Tensor
+    scalars: torch.Tensor
+    tile_n: int
+
+    def outputs(self):
+        return (self.expanded_to_permuted, self.cta_batch, self.cta_limit, self.permuted_to_token, self.scalars)
+
+    def poison(self, value=DEFAULT_POISON):
+        for out in self.outputs():
+            out.fill_(value)
+
+
+def device_buffers(ids, tile_n, poison=DEFAULT_POISON):
+    """DeviceBuffers reading ``ids`` (int32 [b, 8] on a CUDA device) with outputs on its device, poisoned."""
+    _check_ids_tensor(ids)
+    tile = _check_int("tile_n", tile_n, 1, MAX_TILE)
+    sizes = (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * tile, SCALARS)
+    buffers = DeviceBuffers(ids, *(torch.empty(n, dtype=torch.int32, device=ids.device) for n in sizes), tile)
+    buffers.poison(poison)
+    return buffers
+
+
+@lru_cache(maxsize=None)
+def _entry():
+    entry = load_library().fi_dyn_block_enqueue
+    entry.restype = ctypes.c_int
+    entry.argtypes = [ctypes.c_void_p, *[ctypes.c_int32] * 6, *[ctypes.c_void_p] * 6, ctypes.c_int32,
+                      ctypes.c_char_p, ctypes.c_int32]
+    return entry
+
+
+def _check_ids_tensor(ids):
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int32 or ids.dim() != 2 \
+            or ids.shape[1] != TOP_K or not 1 <= ids.shape[0] <= MAX_TOKENS:
+        raise ValueError(f"ids must be an int32 torch.Tensor [b, {TOP_K}] with 1 <= b <= {MAX_TOKENS}, got "
+                         f"{getattr(ids, 'dtype', type(ids).__name__)} {list(getattr(ids, 'shape', []))}")
+    if ids.device.type != "cuda" or not ids.is_contiguous():
+        raise ValueError(f"ids must be a contiguous tensor on a CUDA device, got {ids.device}")
+
+
+def _check_buffers(buffers):
+    if not isinstance(buffers, DeviceBuffers):
+        raise ValueError(f"buffers must be a DeviceBuffers (see device_buffers), got {type(buffers).__name__}")
+    _check_ids_tensor(buffers.ids)
+    sizes = (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * buffers.tile_n, SCALARS)
+    names = ("expanded_to_permuted", "cta_batch", "cta_limit", "permuted_to_token", "scalars")
+    for name, out, size in zip(names, buffers.outputs(), sizes):
+        if not isinstance(out, torch.Tensor) or out.dtype != torch.int32 or out.dim() != 1 \
+                or out.numel() != size or not out.is_contiguous() or out.device != buffers.ids.device:
+            raise ValueError(f"buffers.{name} must be a contiguous int32 tensor of {size} elements on "
+                             f"{buffers.ids.device}")
+    if buffers.ids.device.index != torch.cuda.current_device():
+        raise ValueError(f"buffers must be on the current CUDA device (cuda:{torch.cuda.current_device()}), "
+                         f"got {buffers.ids.device}")
+
+
+def enqueue(buffers, local_expert_offset, num_local_experts, use_pdl=False, stream=None):
+    """Launch the dyn-block kernel for ``buffers`` on ``stream`` (a torch.cuda.Stream; default: the current
+    stream) without waiting; ``use_pdl`` allows programmatic dependent launch (FlashInfer's mUsePdl).
+    Raises ValueError on bad arguments (before anything is launched), FlashInferOracleError when the
+    library reports a launch error or launched nothing."""
+    _check_buffers(buffers)
+    offset = _check_int("local_expert_offset", local_expert_offset, 0, EXPERTS)
+    num_local = _check_int("num_local_experts", num_local_experts, 0, EXPERTS - offset)
+    if not isinstance(use_pdl, bool):
+        raise ValueError(f"use_pdl must be a bool, got {use_pdl!r}")
+    stream = torch.cuda.current_stream() if stream is None else stream
+    message = ctypes.create_string_buffer(_MESSAGE_CAPACITY)
+    status = _entry()(buffers.ids.data_ptr(), buffers.ids.shape[0], EXPERTS, TOP_K, offset, num_local,
+                      buffers.tile_n, *(out.data_ptr() for out in buffers.outputs()), stream.cuda_stream,
+                      int(use_pdl), message, _MESSAGE_CAPACITY)
+    if status != 0:
+        raise FlashInferOracleError(f"FlashInfer enqueue failed (status {status}): "
+                                    f"{message.value.decode(errors='replace')}")
+
+
+def read_back(buffers, poison=DEFAULT_POISON):
+    """The buffers' contents as a DynBlockMetadata (copies to the host; synchronizes)."""
+    _check_buffers(buffers)
+    host = [out.cpu().numpy() for out in buffers.outputs()]
+    return DynBlockMetadata(host[1], host[2], host[3], host[0], int(host[4][0]), int(host[4][1]),
+                            buffers.tile_n, poison)

@@ -1,0 +1,228 @@
+"""Case files: one self-contained JSON file per routing case.
+
+    {"format": "musespark-routing-case/1", "generator": ...,
+     "inputs": {"logits": [row, ...], "bias": row, "scale": "3f800000", "renormalize": true,
+                "tile_n": 8 | null, "local_expert_offset": 0, "num_local_experts": 256,
+                "metadata_fill": -1515870811},
+     "outputs": {"ids": [{"by": ["model", "cute", ...], "value": [[...], ...]}, ...],
+                 "weights": [{"by": [...], "value": [row, ...]}, ...], "metadata": [{"by": [...], "value": ints}]},
+     "recorded": {"by": [...], "environment": {"gpu": ..., "driver": ..., "packages": {...}, "commit": ...}},
+     "origin": {...}, "disagreements": [...]}
+
+Floats are their bit patterns, 8 hex digits a word; integers are decimal; a word followed by ``*n`` stands
+for n copies (``ff800000*248``). Each output field lists its distinct values, each with the implementations
+that wrote it, so a disagreement shows as two entries.
+"""
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kernel.layout import EXPERTS, TOP_K, metadata_size
+from properties.cases import RoutingCase, f32, f32_bits
+from properties.implementations import FIELDS, METADATA_POISON, Outputs, cuda_reason
+
+FORMAT = "musespark-routing-case/1"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPORA = REPO_ROOT / "corpora"
+REGRESSION_DIR = CORPORA / "regression"
+FAILURES_ENV = "ROUTING_FAILURES_DIR"
+PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "hypothesis")
+
+
+def encode_words(words, fmt):
+    """Space-separated words of a 1-D array, runs of equal words as ``word*count``."""
+    words = np.asarray(words).reshape(-1)
+    starts = np.flatnonzero(np.concatenate([[True], words[1:] != words[:-1]]))
+    counts = np.diff(np.concatenate([starts, [words.size]]))
+    return " ".join(fmt(words[s]) + (f"*{n}" if n > 1 else "") for s, n in zip(starts, counts))
+
+
+def decode_words(text, parse, dtype, size):
+    """The array ``encode_words`` wrote; ValueError unless it holds exactly ``size`` words."""
+    values = []
+    for token in text.split():
+        word, _, count = token.partition("*")
+        values.extend([parse(word)] * (int(count) if count else 1))
+    if len(values) != size:
+        raise ValueError(f"case file: expected {size} words, got {len(values)} in {text[:60]!r}...")
+    return np.array(values, dtype)
+
+
+def encode_floats(x):
+    return encode_words(f32_bits(x), lambda w: f"{int(w):08x}")
+
+
+def decode_floats(text, size):
+    return f32(decode_words(text, lambda w: int(w, 16), np.uint32, size))
+
+
+def encode_ints(x):
+    return encode_words(np.asarray(x, np.int32), lambda w: str(int(w)))
+
+
+def decode_ints(text, size):
+    return decode_words(text, int, np.int32, size)
+
+
+def _inputs(case):
+    return {"logits": [encode_floats(row) for row in case.logits], "bias": encode_floats(case.bias),
+            "scale": f"{int(f32_bits(case.scale)):08x}", "renormalize": case.renormalize, "tile_n": case.tile_n,
+            "local_expert_offset": case.local_expert_offset, "num_local_experts": case.num_local_experts,
+            "metadata_fill": METADATA_POISON}
+
+
+def _case(generator, inputs):
+    if inputs["metadata_fill"] != METADATA_POISON:
+        raise ValueError(f"case file: metadata_fill {inputs['metadata_fill']} is not this harness's poison "
+                         f"{METADATA_POISON}")
+    return RoutingCase(
+        logits=np.stack([decode_floats(row, EXPERTS) for row in inputs["logits"]]),
+        bias=decode_floats(inputs["bias"], EXPERTS), scale=f32(int(inputs["scale"], 16))[()],
+        renormalize=inputs["renormalize"], tile_n=inputs["tile_n"],
+        local_expert_offset=inputs["local_expert_offset"], num_local_experts=inputs["num_local_experts"],
+        generator=generator)
+
+
+def _encode_field(field, value):
+    if field == "ids":
+        return value.tolist()
+    if field == "weights":
+        return [encode_floats(row) for row in value]
+    return encode_ints(value)
+
+
+def _decode_field(field, value, case):
+    if field == "ids":
+        return np.array(value, np.int32).reshape(case.b, TOP_K)
+    if field == "weights":
+        return np.stack([decode_floats(row, TOP_K) for row in value])
+    return decode_ints(value, metadata_size(case.tile_n))
+
+
+def _bits_key(field, value):
+    return value.view(np.uint32).tobytes() if field == "weights" else value.tobytes()
+
+
+def _grouped(outputs):
+    """field -> [{"by": names, "value": encoded}] with one entry per distinct value."""
+    grouped = {}
+    for field in FIELDS:
+        groups = {}
+        for name, out in outputs.items():
+            value = getattr(out, field)
+            if value is not None:
+                groups.setdefault(_bits_key(field, value), ([], value))[0].append(name)
+        grouped[field] = [{"by": names, "value": _encode_field(field, value)} for names, value in groups.values()]
+    return grouped
+
+
+def _ungrouped(grouped, case):
+    fields = {}
+    for field in FIELDS:
+        for entry in grouped[field]:
+            value = _decode_field(field, entry["value"], case)
+            for name in entry["by"]:
+                fields.setdefault(name, {})[field] = value
+    return {name: Outputs(*(values.get(f) for f in FIELDS)) for name, values in fields.items()}
+
+
+def _commit():
+    if os.environ.get("GIT_COMMIT"):
+        return os.environ["GIT_COMMIT"]
+    try:
+        return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def environment():
+    """Where outputs were recorded: the GPU (name, compute capability, driver, CUDA) or None, the packages,
+    the commit (GIT_COMMIT, else git), the date."""
+    env = {"gpu": None}
+    if cuda_reason() is None:
+        from oracles.mufu.hardware import describe
+        env.update(describe())
+    packages = {}
+    for dist in PACKAGES:
+        try:
+            packages[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            packages[dist] = None
+    env.update(machine=platform.machine(), python=platform.python_version(), packages=packages, commit=_commit(),
+               date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return env
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    """A case file's contents: outputs maps each recorded implementation to its Outputs."""
+
+    case: RoutingCase
+    outputs: dict
+    recorded: dict
+    origin: dict
+    disagreements: list
+
+
+def to_json(record):
+    return {"format": FORMAT, "generator": record.case.generator, "inputs": _inputs(record.case),
+            "outputs": _grouped(record.outputs), "recorded": record.recorded, "origin": record.origin,
+            "disagreements": record.disagreements}
+
+
+def write(path, record):
+    """Write ``record`` (a CaseFile) to ``path``, creating its folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(record), indent=1) + "\n")
+    return path
+
+
+def from_json(data):
+    """The CaseFile ``to_json`` wrote; ValueError when ``data`` is not one."""
+    if data.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} case (format {data.get('format')!r})")
+    case = _case(data["generator"], data["inputs"])
+    return CaseFile(case, _ungrouped(data["outputs"], case), data["recorded"], data["origin"], data["disagreements"])
+
+
+def read(path):
+    """The CaseFile at ``path``; ValueError when it is not one."""
+    try:
+        return from_json(json.loads(Path(path).read_text()))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def recording(outputs):
+    """The ``recorded`` entry for outputs produced here now."""
+    return {"by": list(outputs), "environment": environment()}
+
+
+def failures_dir():
+    return Path(os.environ.get(FAILURES_ENV) or CORPORA / "failures")
+
+
+def write_failure(case, outputs, disagreements, origin):
+    """Save a disagreement as failures_dir()/<UTC time>-<hash of the inputs>.json; returns the path."""
+    digest = hashlib.sha256(json.dumps(_inputs(case), sort_keys=True).encode()).hexdigest()[:12]
+    name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{case.generator}-{digest}.json"
+    return write(failures_dir() / name, CaseFile(case, outputs, recording(outputs), origin, disagreements))
+
+
+def case_files(paths):
+    """The case files named by ``paths``: files as given, folders searched for *.json, sorted."""
+    found = []
+    for path in map(Path, paths):
+        found.extend(sorted(path.rglob("*.json")) if path.is_dir() else [path])
+    return found

@@ -1,0 +1,196 @@
+"""Every routing implementation, each run as case -> Outputs, with the reason it cannot run on this machine.
+
+- "model": the NumPy bitwise model (every machine).
+- "triton": the Triton oracle ``fused_musespark1x_routing`` (CUDA): ids and weights.
+- "cute": the CuTe DSL kernel ``kernel.routing.route`` (CUDA): ids, weights and metadata.
+- "flashinfer": FlashInfer's routingIndicesDynBlockKernel on the model's ids (CUDA): metadata only.
+- "broken": the model with ties won by the highest index, a deliberate bug that exists only while the
+  environment sets ROUTING_INJECT_BROKEN=1; it shows that a disagreement is caught, saved and replayed.
+
+Every output buffer an implementation writes into starts poisoned, so an element it leaves untouched is
+compared too: metadata with METADATA_POISON (the model's fill, FlashInfer's poison), ids with IDS_POISON,
+weights with the NaN WEIGHT_POISON_BITS (the H200 writes every NaN as 0x7FFFFFFF).
+"""
+
+import importlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+import oracles.numpy_model as model
+from kernel.layout import EXPERTS, TOP_K, metadata_size
+from oracles.flashinfer_routing import DEFAULT_POISON
+
+METADATA_POISON = DEFAULT_POISON  # every writer writes values >= -1 there
+IDS_POISON = 0x7F7F7F7F
+WEIGHT_POISON_BITS = 0x7FBADBAD
+BROKEN_ENV = "ROUTING_INJECT_BROKEN"
+REFERENCE = "model"
+# The implementations a GPU machine must run; "broken" is never required.
+REAL = ("model", "triton", "cute", "flashinfer")
+FIELDS = ("ids", "weights", "metadata")
+
+
+@dataclass(frozen=True, eq=False)
+class Outputs:
+    """What one implementation wrote; None for a field it does not produce.
+
+    ids int32 [b, 8], weights float32 [b, 8], metadata int32 [metadata_size(tile_n)].
+    """
+
+    ids: np.ndarray | None
+    weights: np.ndarray | None
+    metadata: np.ndarray | None
+
+
+def _model_metadata(case, ids):
+    if not case.has_metadata:
+        return None
+    return model.routing_metadata(ids, case.local_expert_offset, case.num_local_experts, case.tile_n,
+                                  fill=METADATA_POISON)
+
+
+def _run_model(case):
+    ids, weights = model.route(case.logits, case.bias, case.scale, case.renormalize)
+    return Outputs(ids, weights, _model_metadata(case, ids))
+
+
+def _run_broken(case):
+    """The model on the experts in reverse order, its ids mapped back: among equal values the highest
+    index wins."""
+    mirrored, weights = model.route(np.ascontiguousarray(case.logits[:, ::-1]),
+                                    np.ascontiguousarray(case.bias[::-1]), case.scale, case.renormalize)
+    ids = (EXPERTS - 1 - mirrored).astype(np.int32)
+    return Outputs(ids, weights, _model_metadata(case, ids))
+
+
+def _device_inputs(case):
+    import torch
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    return (torch.from_numpy(case.logits).to(device), torch.from_numpy(case.bias).to(device),
+            torch.full((case.b, TOP_K), IDS_POISON, dtype=torch.int32, device=device),
+            torch.full((case.b, TOP_K), WEIGHT_POISON_BITS, dtype=torch.int32, device=device).view(torch.float32))
+
+
+def _host(ids, weights, metadata=None):
+    import torch
+
+    torch.cuda.synchronize()
+    return Outputs(ids.cpu().numpy(), weights.cpu().numpy(), None if metadata is None else metadata.cpu().numpy())
+
+
+def _run_triton(case):
+    from oracles.triton_routing import fused_musespark1x_routing
+
+    logits, bias, ids, weights = _device_inputs(case)
+    fused_musespark1x_routing(logits, bias, renormalize=case.renormalize, routed_scaling_factor=float(case.scale),
+                              out_weights=weights, out_ids=ids)
+    return _host(ids, weights)
+
+
+def _run_cute(case):
+    import torch
+    from kernel.routing import route
+
+    logits, bias, ids, weights = _device_inputs(case)
+    if not case.has_metadata:
+        route(logits, bias, ids, weights, float(case.scale), case.renormalize)
+        return _host(ids, weights)
+    metadata = torch.full((metadata_size(case.tile_n),), METADATA_POISON, dtype=torch.int32, device=logits.device)
+    route(logits, bias, ids, weights, float(case.scale), case.renormalize, metadata, case.local_expert_offset,
+          case.num_local_experts, case.tile_n)
+    return _host(ids, weights, metadata)
+
+
+def _run_flashinfer(case):
+    from oracles.flashinfer_routing import dyn_block_metadata, to_meta
+
+    if not case.has_metadata:
+        return Outputs(None, None, None)
+    ids, _ = model.route(case.logits, case.bias, case.scale, case.renormalize)
+    result = dyn_block_metadata(ids, case.local_expert_offset, case.num_local_experts, case.tile_n,
+                                poison=METADATA_POISON)
+    return Outputs(None, None, to_meta(result))
+
+
+@lru_cache(maxsize=None)
+def cuda_reason():
+    """None when a CUDA device is usable, else why not."""
+    try:
+        import torch
+    except ImportError as exc:
+        return f"torch is not importable ({exc})"
+    return None if torch.cuda.is_available() else "no CUDA device on this machine"
+
+
+def _probe(load):
+    """None when CUDA exists and ``load()`` succeeds, else why not."""
+    reason = cuda_reason()
+    if reason is not None:
+        return reason
+    try:
+        load()
+    except Exception as exc:  # any failure to import or build makes the implementation unavailable
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@lru_cache(maxsize=None)
+def _triton_reason():
+    return _probe(lambda: importlib.import_module("oracles.triton_routing"))
+
+
+@lru_cache(maxsize=None)
+def _cute_reason():
+    return _probe(lambda: importlib.import_module("kernel.routing"))
+
+
+@lru_cache(maxsize=None)
+def _flashinfer_reason():
+    def load():
+        from oracles.flashinfer_routing import load_library
+        load_library()
+    return _probe(load)
+
+
+def _broken_reason():
+    if os.environ.get(BROKEN_ENV) == "1":
+        return None
+    return f"a deliberate bug, injected only with {BROKEN_ENV}=1"
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """``run(case) -> Outputs``; ``unavailable()`` is None where it runs, else the reason."""
+
+    name: str
+    run: Callable
+    unavailable: Callable
+
+
+REGISTRY = {impl.name: impl for impl in (
+    Implementation("model", _run_model, lambda: None),
+    Implementation("triton", _run_triton, _triton_reason),
+    Implementation("cute", _run_cute, _cute_reason),
+    Implementation("flashinfer", _run_flashinfer, _flashinfer_reason),
+    Implementation("broken", _run_broken, _broken_reason),
+)}
+
+
+def available():
+    """Names of the implementations that run on this machine, in registry order."""
+    return [name for name, impl in REGISTRY.items() if impl.unavailable() is None]
+
+
+def unavailable():
+    """name -> why it cannot run here, for every implementation that cannot."""
+    return {name: reason for name, impl in REGISTRY.items() if (reason := impl.unavailable()) is not None}
+
+
+def run_all(case, names=None):
+    """name -> Outputs of each implementation in ``names`` (default: every available one) on ``case``."""
+    return {name: REGISTRY[name].run(case) for name in (available() if names is None else names)}

@@ -1,0 +1,70 @@
+"""Replay saved cases against the model, live.
+
+    python -m properties.replay CASE_OR_FOLDER ...        (make replay CASE=...)
+
+Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
+model) runs the case again, and each live output and each recorded output is compared with the model's live
+output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
+reproduces), 2 when a file cannot be read.
+"""
+
+import argparse
+import sys
+
+from properties import casefile
+from properties.differential import describe, disagreements
+from properties.implementations import REFERENCE, run_all, unavailable
+
+RECORDED = " (recorded)"
+
+
+def replay(record):
+    """(live outputs, disagreements) of a CaseFile: live and recorded outputs against the live model."""
+    live = run_all(record.case)
+    recorded = {name + RECORDED: out for name, out in record.outputs.items()}
+    return live, disagreements({**live, **recorded}, reference=REFERENCE)
+
+
+def _summary(path, record, live, found):
+    env = record.recorded.get("environment", {})
+    lines = [f"{path}: {record.case.generator}, b={record.case.b}, tile_n={record.case.tile_n}, "
+             f"recorded by {', '.join(record.recorded.get('by', []))} on {env.get('gpu') or 'a CPU'}",
+             f"  live here: {', '.join(live)}"]
+    if record.disagreements:
+        lines.append(f"  saved with {len(record.disagreements)} disagreement(s): "
+                     + "; ".join(describe(d) for d in record.disagreements))
+    if found:
+        verdict = "REPRODUCED" if record.disagreements else "DIFFERS"
+        lines.append(f"  {verdict}: {len(found)} disagreement(s) now")
+        lines.extend("    " + describe(d) for d in found)
+    else:
+        lines.append("  AGREES: every output equals the live model bit for bit")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+", help="case files or folders of them")
+    args = parser.parse_args(argv)
+    paths = casefile.case_files(args.cases)
+    if not paths:
+        print(f"no case files in {args.cases}", file=sys.stderr)
+        return 2
+    missing = unavailable()
+    if missing:
+        print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
+    status = 0
+    for path in paths:
+        try:
+            record = casefile.read(path)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"{path}: cannot read: {exc}", file=sys.stderr)
+            return 2
+        live, found = replay(record)
+        print(_summary(path, record, live, found))
+        status = max(status, 1 if found else 0)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Fixtures shared by the CPU and GPU property tests: a deliberately broken implementation caught and saved,
+and the replay command run on the saved file in a fresh process."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from properties import casefile
+from properties.differential import check_case
+from properties.implementations import BROKEN_ENV
+from properties.strategies import GENERATORS
+
+_REPLAY_TIMEOUT_S = 600
+
+
+@pytest.fixture
+def capture_broken(tmp_path, monkeypatch):
+    """``capture(names)``: run the differential property on tie cases with the broken implementation injected
+    (``names`` None: every available implementation); return the one case file it saved."""
+    monkeypatch.setenv(BROKEN_ENV, "1")
+    monkeypatch.setenv(casefile.FAILURES_ENV, str(tmp_path))
+
+    def capture(names):
+        @settings(database=None, derandomize=True, max_examples=50, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(GENERATORS["tie_within_lane"])
+        def implementations_agree(case):
+            check_case(case, "implementations agree", names=names)
+
+        with pytest.raises(AssertionError, match="broken ids vs model"):
+            implementations_agree()
+        saved = sorted(tmp_path.glob("*.json"))
+        assert len(saved) == 1, "only the final, minimal failing example is saved"
+        return saved[0]
+
+    return capture
+
+
+@pytest.fixture
+def replay_process():
+    """``replay(path, inject)``: ``python -m properties.replay path`` in a new process, with the broken
+    implementation injected or not; returns the CompletedProcess."""
+    def replay(path, inject):
+        path_before = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(casefile.REPO_ROOT), path_before]))}
+        env.pop(BROKEN_ENV, None)
+        if inject:
+            env[BROKEN_ENV] = "1"
+        return subprocess.run([sys.executable, "-m", "properties.replay", str(path)], capture_output=True,
+                              text=True, cwd=casefile.REPO_ROOT, env=env, timeout=_REPLAY_TIMEOUT_S)
+
+    return replay

@@ -1,0 +1,247 @@
+"""The benchmark's pure parts without a GPU: the results schema, the targets, the README tables, the Nsight
+Compute CSV reader, the CLI's argument checks, and the committed results file against the README."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernel import bench, bench_report
+from kernel.bench_report import VARIANT_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "properties" / "results" / "bench-h200.json"
+
+
+def _entry(median):
+    return {"median_us": median, "min_us": median * 0.9, "samples_us": [median]}
+
+
+def synthetic(times, bs=(1, 8), chain_times=None):
+    """A results dict in the benchmark's schema: ``times[name](b)`` is each variant's median (µs)."""
+    chain_times = chain_times or times
+    results = {
+        "schema": bench_report.SCHEMA,
+        "provenance": {"gpu": "GPU", "driver": "1", "cuda": "13.0", "clocks": {"before": {"clocks.sm": "1980 MHz"}},
+                       "torch": "t", "triton": "3.6.0", "nvidia-cutlass-dsl": "4.8.1", "commit": "abc", "date": "d"},
+        "config": {"bs": list(bs), "iterations": 1000, "repetitions": 20, "tile_n": 8, "local_expert_offset": 0,
+                   "num_local_experts": 256},
+        "variants": dict(bench_report.VARIANTS),
+        "graph": {n: {str(b): _entry(times[n](b)) for b in bs} for n in VARIANT_NAMES},
+        "pdl_chain": {n: {str(b): _entry(chain_times[n](b)) for b in bs} for n in VARIANT_NAMES},
+        "verify": {n: {str(b): {"graph": "ok", "pdl_chain": "ok"} for b in bs} for n in VARIANT_NAMES},
+        "ncu": {"available": False, "reason": "not in this test"},
+        "resources": {"cute": {"registers": 40, "shared_bytes": 0, "local_bytes": 0, "stack_bytes": 0}},
+        "harness": {"exhaustive_sweep": {"seconds": {"sigmoid_f32": 1.2}},
+                    "verify_records": [{"tier": "cpu", "seconds_total": 120.0, "verdict": "PASS"}]},
+        "errors": [],
+    }
+    results["pdl_chain"]["producer"] = {"logits": {str(b): _entry(1.0) for b in bs}}
+    return results
+
+
+def constant(value):
+    return lambda b: value
+
+
+BASE = {n: constant(4.0) for n in VARIANT_NAMES}
+
+
+def test_schema_accepts_a_complete_file_and_names_what_is_missing():
+    results = synthetic(BASE)
+    assert bench_report.check_schema(results) is results
+    del results["ncu"]
+    with pytest.raises(ValueError, match="ncu"):
+        bench_report.check_schema(results)
+    results = synthetic(BASE)
+    del results["graph"]["triton"]["8"]
+    with pytest.raises(ValueError, match=r"graph\.triton"):
+        bench_report.check_schema(results)
+    results = synthetic(BASE)
+    results["pdl_chain"]["cute"]["1"] = {"min_us": 1.0}
+    with pytest.raises(ValueError, match=r"pdl_chain\.cute\[1\]"):
+        bench_report.check_schema(results)
+
+
+def test_targets_take_the_faster_baseline_and_need_every_b():
+    times = dict(BASE, cute_meta=constant(2.0), flashinfer=constant(3.2),
+                 flashinfer_pdl=lambda b: 3.0 if b == 1 else 2.9,
+                 **{"triton+flashinfer": constant(5.0), "triton+flashinfer_pdl": constant(4.0)})
+    targets = bench_report.evaluate_targets(synthetic(times))
+    fi = targets["graph"]["vs FlashInfer alone"]
+    assert fi["per_b"]["1"]["baseline"] == "flashinfer_pdl" and fi["per_b"]["1"]["speedup"] == 3.0 / 2.0
+    assert fi["per_b"]["1"]["met"] is True and fi["per_b"]["8"]["met"] is False and fi["met"] is False
+    chain = targets["graph"]["vs Triton then FlashInfer"]
+    assert chain["met"] is True and chain["per_b"]["8"]["speedup"] == 4.0 / 2.0
+
+
+def test_a_missing_time_or_a_hidden_launch_leaves_the_target_undetermined():
+    results = synthetic(dict(BASE, cute_meta=constant(1.0)), chain_times=dict(BASE, cute_meta=constant(-0.1)))
+    results["graph"]["flashinfer"]["8"] = {"error": "boom"}
+    results["graph"]["flashinfer_pdl"]["8"] = {"error": "boom"}
+    targets = bench_report.evaluate_targets(results)
+    assert targets["graph"]["vs FlashInfer alone"]["met"] is None
+    assert targets["graph"]["vs Triton then FlashInfer"]["met"] is True
+    assert targets["pdl_chain"]["vs FlashInfer alone"]["met"] is None
+
+
+def test_cpu_verify_and_sweep_targets_follow_the_records():
+    results = synthetic(BASE)
+    targets = bench_report.evaluate_targets(results)
+    assert targets["cpu_verify_under_10_min"]["met"] is True
+    assert targets["exhaustive_sweep_under_60_s"]["met"] is True
+    results["harness"]["verify_records"].append({"tier": "cpu", "seconds_total": 601.0})
+    results["harness"]["exhaustive_sweep"]["seconds"]["rcp"] = 60.0
+    targets = bench_report.evaluate_targets(results)
+    assert targets["cpu_verify_under_10_min"]["met"] is False
+    assert targets["exhaustive_sweep_under_60_s"]["met"] is False
+    results["harness"] = {}
+    targets = bench_report.evaluate_targets(results)
+    assert targets["cpu_verify_under_10_min"]["met"] is None
+
+
+def test_readme_table_has_a_row_per_b_with_each_median_and_minimum():
+    times = {n: (lambda i: lambda b: 1.0 + i + b / 100)(i) for i, n in enumerate(VARIANT_NAMES)}
+    text = bench_report.readme_table(synthetic(times))
+    for b in (1, 8):
+        row = next(line for line in text.splitlines() if line.startswith(f"| {b} | "))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:] == [f"{times[n](b):.2f} ({times[n](b) * 0.9:.2f})" for n in VARIANT_NAMES]
+    assert "Nsight Compute: unavailable (not in this test)" in text
+    assert "commit abc" in text
+
+
+def test_readme_block_is_replaced_in_place_and_appended_once():
+    readme = "# Title\n\ntext\n"
+    once = bench_report.replace_readme_block(readme, "table one\n")
+    assert bench_report.readme_block(once) == "table one\n" and once.startswith(readme.rstrip("\n"))
+    twice = bench_report.replace_readme_block(once, "table two\n")
+    assert bench_report.readme_block(twice) == "table two\n"
+    assert twice.count(bench_report.README_BEGIN) == 1 and twice.replace("two", "one") == once
+    assert bench_report.readme_block(readme) is None
+
+
+# ncu --csv output: ncu's own "==PROF==" lines, then one quoted row per kernel and metric.
+NCU_CSV = """==PROF== Connected to process 123
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","123","python3","h","kernel_cutlass_kernel_kernelrouting_Routing_object_at_x","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","2,496"
+"0","123","python3","h","kernel_cutlass_kernel_kernelrouting_Routing_object_at_x","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","launch__registers_per_thread","register/thread","40"
+"1","123","python3","h","_routing_kernel","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","3.5"
+"1","123","python3","h","_routing_kernel","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","launch__registers_per_thread","register/thread","n/a"
+==PROF== Disconnected from process 123
+"""
+
+
+def test_ncu_csv_is_read_per_kernel_in_microseconds():
+    kernels = bench.parse_ncu_csv(NCU_CSV)
+    assert [name for name, _ in kernels] == ["kernel_cutlass_kernel_kernelrouting_Routing_object_at_x", "_routing_kernel"]
+    assert kernels[0][1] == {"gpu__time_duration.sum": 2.496, "launch__registers_per_thread": 40.0}
+    assert kernels[1][1] == {"gpu__time_duration.sum": 3.5, "launch__registers_per_thread": "n/a"}
+
+
+def test_ncu_kernels_are_matched_to_the_workload_labels():
+    kernels = bench.parse_ncu_csv(NCU_CSV)
+    out = bench.assign_ncu(kernels, [["cute", 1], ["triton", 1]])
+    assert out["cute"]["1"]["duration_us_median"] == 2.496 and out["triton"]["1"]["launches"] == 1
+    with pytest.raises(RuntimeError, match="profiled 2 kernels, the workload launched 1"):
+        bench.assign_ncu(kernels, [["cute", 1]])
+    with pytest.raises(RuntimeError, match="launch flashinfer b=1 profiled as '_routing_kernel'"):
+        bench.assign_ncu(kernels, [["cute", 1], ["flashinfer", 1]])
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--bs", "9"], "1..8"),
+    (["--ncu-bs", "0"], "1..8"),
+    (["--iterations", "0"], "at least 1"),
+])
+def test_cli_refuses_bad_arguments(argv, match, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(argv)
+    assert match in capsys.readouterr().err
+
+
+def test_readme_table_cli_prints_the_table_of_a_file(tmp_path, capsys):
+    path = tmp_path / "results.json"
+    results = synthetic(BASE)
+    path.write_text(json.dumps(results))
+    assert bench.main(["--readme-table", str(path)]) == 0
+    assert capsys.readouterr().out == bench_report.readme_table(results)
+
+
+def test_harness_figures_on_the_cpu():
+    rates = bench.cpu_model_rate(0.01)
+    assert {label for label, _, _ in bench.HARNESS_CASES} == set(rates)
+    assert all(r["cases_per_s"] > 0 for r in rates.values())
+    sweep = bench.exhaustive_sweep()
+    proof = json.loads((ROOT / "oracles" / "mufu" / "data" / "exhaustive-proof.json").read_text())
+    assert sweep["seconds"] == {name: r["seconds"] for name, r in proof["results"].items()}
+
+
+def test_committed_results_match_the_readme():
+    """The README's benchmark block is the table of properties/results/bench-h200.json, or absent without it."""
+    block = bench_report.readme_block((ROOT / "README.md").read_text())
+    if not RESULTS.is_file():
+        assert block is None, f"README has a benchmark table but {RESULTS.relative_to(ROOT)} does not exist"
+        return
+    results = bench_report.check_schema(json.loads(RESULTS.read_text()))
+    assert block == bench_report.readme_table(results), \
+        "README's benchmark table is stale: python -m kernel.bench --readme-table FILE --update-readme"
+
+
+def test_a_gate_report_is_read_as_a_verify_record(tmp_path):
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps({"tier": "cpu+gpu", "verdict": "PASS", "seconds": 312.5, "groups": {}}))
+    record = bench.verify_record(path)
+    assert (record["tier"], record["verdict"], record["seconds_total"]) == ("cpu+gpu", "PASS", 312.5)
+    assert "pytest time only" in record["machine"]
+
+
+class FakeProblem:
+    """Stands in for bench.Problem on a machine without a GPU: the run's bookkeeping only."""
+
+    def __init__(self, b, cfg):
+        self.b = b
+        self.logits, self.logits_src, self.fi_ids, self.fi_ids_src = object(), object(), object(), object()
+
+    def launcher(self, name):
+        return lambda: None
+
+    def producer_target(self, name):
+        return (self.fi_ids_src, self.fi_ids) if name.startswith("flashinfer") else (self.logits_src, self.logits)
+
+
+def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys):
+    """run() with the device work replaced by fixed per-launch samples: the file it writes passes the schema,
+    the PDL chain is chain minus producer, and a failing measurement is recorded, not fatal."""
+    chain_us, producer_us = 5.0, 1.5
+
+    def fake_measure(problem, name, fn, cfg, verify, mode):
+        if name == "torch" and problem.b == 8 and mode == "graph":
+            raise RuntimeError("planted failure")
+        verify[mode] = "ok"
+        return bench_report.summarize([chain_us if mode == "pdl_chain" else 3.0, 4.0])
+
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench, "provenance", lambda: synthetic(BASE)["provenance"])
+    monkeypatch.setattr(bench, "clocks", lambda: {"clocks.sm": "1 MHz"})
+    monkeypatch.setattr(bench.routing, "prepare", lambda renormalize: None)
+    monkeypatch.setattr(bench, "Problem", FakeProblem)
+    monkeypatch.setattr(bench, "measure", fake_measure)
+    monkeypatch.setattr(bench, "_time_fn", lambda fn, cfg: [producer_us, producer_us + 1])
+    monkeypatch.setattr(bench, "resources", lambda rec, problem: {"cute": {"registers": 1, "shared_bytes": 0,
+                                                                           "local_bytes": 0, "stack_bytes": 0}})
+    monkeypatch.setattr(bench, "gpu_differential_rate", lambda seconds: {"b=8": {"cases_per_s": 10.0}})
+    record = tmp_path / "verify.json"
+    record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
+    out = tmp_path / "bench.json"
+    rc = bench.main(["--out", str(out), "--bs", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
+                     "--verify-record", str(record)])
+    results = bench_report.check_schema(json.loads(out.read_text()))
+    assert rc == 1 and [e["what"] for e in results["errors"]] == ["graph torch b=8"]
+    assert results["graph"]["torch"]["8"] == {"error": "RuntimeError: planted failure"}
+    assert results["graph"]["cute"]["1"]["median_us"] == 3.5
+    chain = results["pdl_chain"]["flashinfer"]["8"]
+    assert chain["median_us"] == (chain_us + 4.0) / 2 - (producer_us + 0.5)
+    assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}
+    assert results["targets"]["cpu_verify_under_10_min"]["met"] is True
+    assert bench_report.readme_table(results) in capsys.readouterr().out

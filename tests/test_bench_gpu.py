@@ -1,0 +1,26 @@
+"""The benchmark end to end on a GPU, small: every variant captured, verified after replay and timed, for
+b = 1 and 8, without Nsight Compute. About half a minute on an H200 (most of it compiling)."""
+
+import json
+
+import pytest
+
+from kernel import bench, bench_report
+from kernel.bench_report import VARIANT_NAMES
+
+pytestmark = pytest.mark.gpu
+
+
+def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
+    out = tmp_path / "bench.json"
+    rc = bench.main(["--out", str(out), "--bs", "1", "8", "--iterations", "20", "--repetitions", "3", "--no-ncu",
+                     "--harness-seconds", "0.2"])
+    results = bench_report.check_schema(json.loads(out.read_text()))
+    assert results["errors"] == [] and rc == 0, json.dumps(results["errors"], indent=1)[:4000]
+    for name in VARIANT_NAMES:
+        for b in ("1", "8"):
+            assert results["verify"][name][b] == {"graph": "ok", "pdl_chain": "ok"}, (name, b)
+            assert results["graph"][name][b]["median_us"] > 0 and len(results["graph"][name][b]["samples_us"]) == 3
+            assert "chain" in results["pdl_chain"][name][b]
+    assert all("error" not in r for r in results["resources"].values())
+    assert all(r["cases_per_s"] > 0 for r in results["harness"]["gpu_differential"].values())
