@@ -20,19 +20,17 @@ replay (GPU): the cases in --case; killed means the kernel's outputs differ from
 The static result also holds each variant's PTX digest, so the runner can tell a mutant that compiles to the
 real kernel.
 
-Case files (``musespark-mutant-case/1``, self-contained JSON): inputs as 8-hex-digit bit patterns (scale
-too), outputs as the poisoned buffers read after the call (ids and weights: all MAX_TOKENS rows, so a write
-past row b shows; metadata: the whole vector with its slack), for the kernel and for the model. A word
-followed by ``*n`` stands for n copies.
+The sweep compares through kernel/check.py (outputs poisoned in buffers larger than the contract's); the
+minimal case is saved in the case-file format of properties/casefile.py (corpora/README.md) with the model's
+outputs and the mutant's, recorded as "mutant:<name>" through properties/implementations.py, so
+``make replay CASE=corpora/mutants`` on the GPU shows every live implementation agreeing and each recorded
+mutant differing (exit 1, like corpora/examples/).
 """
 
 import argparse
 import hashlib
 import json
-import os
-import subprocess
 import sys
-import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,15 +38,16 @@ from pathlib import Path
 import numpy as np
 
 from kernel.layout import EXPERTS, MAX_TOKENS
+from properties import casefile
 
-FORMAT = "musespark-mutant-case/1"
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS_DIR = ROOT / "corpora" / "mutants"
+ROOT = casefile.REPO_ROOT
+CORPUS_DIR = casefile.CORPORA / "mutants"
 SCALE_BITS = (0x40200000, 0x3F800000, 0x00123456, 0x7F7FFFFF, 0x00000000)  # 2.5, 1, a subnormal, max, 0
 TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
 SIMPLE_SCALE = 1.0
 MISMATCH_LINES = 12
 DEVICE = "cuda"
+MUTANT_PREFIX = "mutant:"  # a mutant's outputs in a case file are recorded under "mutant:<name>"
 
 
 def f32(bits):
@@ -56,34 +55,6 @@ def f32(bits):
 
 
 SCALES = tuple(f32(b) for b in SCALE_BITS)
-
-
-# ---------------------------------------------------------------------------------------------- case files
-
-def encode_words(words):
-    """8-hex-digit words separated by spaces, a run of equal words as ``word*count``."""
-    words = np.asarray(words).astype(np.int64).reshape(-1) & 0xFFFFFFFF
-    out, start = [], 0
-    while start < words.size:
-        end = start
-        while end + 1 < words.size and words[end + 1] == words[start]:
-            end += 1
-        out.append(f"{int(words[start]):08x}" + (f"*{end - start + 1}" if end > start else ""))
-        start = end + 1
-    return " ".join(out)
-
-
-def decode_words(text):
-    """The uint32 words ``encode_words`` wrote."""
-    words = []
-    for token in text.split():
-        word, _, count = token.partition("*")
-        words += [int(word, 16)] * (int(count) if count else 1)
-    return np.array(words, np.uint32)
-
-
-def _floats(text):
-    return decode_words(text).view(np.float32)
 
 
 @dataclass(frozen=True)
@@ -97,78 +68,32 @@ class Case:
     renormalize: bool
     local: object  # kernel.check.Local or None
 
-    def inputs(self):
-        local = self.local
-        return {"logits": [encode_words(row.view(np.uint32)) for row in self.rows],
-                "bias": encode_words(self.bias.view(np.uint32)),
-                "scale": encode_words(np.float32(self.scale).view(np.uint32).reshape(1)),
-                "renormalize": self.renormalize, "tile_n": local.tile if local else None,
-                "local_expert_offset": local.offset if local else 0, "num_local_experts": local.count if local else 0}
+
+def to_routing_case(case):
+    """The case as properties.cases.RoutingCase (what case files hold)."""
+    from properties.cases import RoutingCase
+
+    local = case.local
+    return RoutingCase(np.ascontiguousarray(case.rows), case.bias, np.float32(case.scale), case.renormalize,
+                       local.tile if local else None, local.offset if local else 0, local.count if local else 0,
+                       f"adversarial rows: {case.label}")
 
 
-def case_from_inputs(inputs, label):
+def from_routing_case(routing_case):
     from kernel.check import Local
 
-    rows = np.stack([_floats(row) for row in inputs["logits"]])
-    if rows.ndim != 2 or rows.shape[1] != EXPERTS or not 1 <= len(rows) <= MAX_TOKENS:
-        raise ValueError(f"case file: logits must be 1..{MAX_TOKENS} rows of {EXPERTS} words, got {rows.shape}")
-    local = None
-    if inputs["tile_n"] is not None:
-        local = Local(inputs["local_expert_offset"], inputs["num_local_experts"], inputs["tile_n"])
-    return Case(label, rows, _floats(inputs["bias"]), float(_floats(inputs["scale"])[0]), inputs["renormalize"],
-                local)
-
-
-def _outputs(ids, weight_bits, metadata):
-    return {"ids": [encode_words(row) for row in ids], "weights": [encode_words(row) for row in weight_bits],
-            "metadata": None if metadata is None else encode_words(metadata)}
-
-
-def decode_outputs(out):
-    """(ids int32 [8, 8], weight bits int32 [8, 8], metadata int32 or None) of a case file's outputs entry."""
-    ids = np.stack([decode_words(row) for row in out["ids"]]).view(np.int32)
-    weights = np.stack([decode_words(row) for row in out["weights"]]).view(np.int32)
-    return ids, weights, None if out["metadata"] is None else decode_words(out["metadata"]).view(np.int32)
-
-
-def read_case(path):
-    """(case file dict, Case); ValueError when it is not a mutant case file."""
-    data = json.loads(Path(path).read_text())
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a {FORMAT} file (format {data.get('format')!r})")
-    return data, case_from_inputs(data["inputs"], data["found"]["minimal"])
-
-
-def _commit():
-    if os.environ.get("GIT_COMMIT"):
-        return os.environ["GIT_COMMIT"]
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _environment():
-    import torch
-
-    try:
-        gpu = torch.cuda.get_device_name()
-    except RuntimeError as exc:  # after a mutant faulted the device
-        gpu = f"unknown ({exc})"
-    return {"gpu": gpu, "torch": torch.__version__, "commit": _commit(),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    c = routing_case
+    local = Local(c.local_expert_offset, c.num_local_experts, c.tile_n) if c.has_metadata else None
+    return Case(c.generator, c.logits, c.bias, float(c.scale), c.renormalize, local)
 
 
 # ---------------------------------------------------------------------------------------------- on the GPU
 
 @dataclass
 class Run:
-    """One call's result: mismatch lines (empty when bit-exact), the buffers read back, the model's."""
+    """One call's result: mismatch lines (empty when bit-exact), and the error if the kernel raised."""
 
     lines: list
-    got: tuple
-    want: tuple
     error: str | None = None
 
 
@@ -180,8 +105,6 @@ def _synchronize():
 
 def run_case(case):
     """Route ``case`` on fresh poisoned buffers with the imported kernel and compare with the model."""
-    import torch
-
     from kernel import check
 
     want = check.expected(case.rows, case.bias, case.scale, case.renormalize, case.local)
@@ -190,11 +113,8 @@ def run_case(case):
         check.call_route(buffers, case.scale, case.renormalize, case.local)
         _synchronize()
     except Exception as exc:  # a mutant may fault the GPU: that is a detection, with the inputs that did it
-        return Run([f"the kernel raised {type(exc).__name__}: {exc}"], (None, None, None), want, repr(exc))
-    lines = check.compare(buffers, want, case.local.tile if case.local else 0)
-    metadata = None if buffers.metadata_all is None else buffers.metadata_all.cpu().numpy()
-    got = (buffers.ids_all.cpu().numpy(), buffers.weights_all.view(torch.int32).cpu().numpy(), metadata)
-    return Run(lines, got, want)
+        return Run([f"the kernel raised {type(exc).__name__}: {exc}"], repr(exc))
+    return Run(check.compare(buffers, want, case.local.tile if case.local else 0))
 
 
 def _local_requests(ids, tile):
@@ -267,16 +187,26 @@ def minimise(case):
 
 
 def save_case(name, description, case, run, first, tried, steps):
-    """Write corpora/mutants/<name>.json; returns its path."""
-    CORPUS_DIR.mkdir(parents=True, exist_ok=True)
+    """Write corpora/mutants/<name>.json in the case-file format of properties/casefile.py: the model's outputs
+    and the mutant's (recorded as "mutant:<name>", through properties/implementations.py's runner of the
+    imported kernel), their disagreements, and how the case was found. Returns its path."""
+    from properties.differential import disagreements
+    from properties.implementations import REGISTRY
+
+    routing_case = to_routing_case(case)
+    outputs = {"model": REGISTRY["model"].run(routing_case)}
+    origin = {"mutant": name, "description": description, "found_by": "python -m properties.mutants",
+              "first": first, "cases_tried": tried, "minimised": steps, "mismatch": run.lines[:MISMATCH_LINES]}
+    if run.error is None:
+        outputs[MUTANT_PREFIX + name] = REGISTRY["cute"].run(routing_case)
+    else:
+        origin["fault"] = run.error  # the device is gone: no outputs of the mutant to record
+    found = disagreements(outputs)
+    if run.error is None and not found:
+        raise RuntimeError(f"{name}: the mismatch lies outside the buffers a case file records:\n"
+                           + "\n".join(run.lines[:MISMATCH_LINES]))
     path = CORPUS_DIR / f"{name}.json"
-    record = {"format": FORMAT, "mutant": name, "description": description, "inputs": case.inputs(),
-              "outputs": {"kernel": _outputs(*run.got) if run.error is None else {"error": run.error},
-                          "model": _outputs(*run.want)},
-              "mismatch": run.lines[:MISMATCH_LINES],
-              "found": {"first": first, "cases_tried": tried, "minimised": steps, "minimal": case.label},
-              "recorded": _environment()}
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    casefile.write(path, casefile.CaseFile(routing_case, outputs, casefile.recording(outputs), origin, found))
     return path
 
 
@@ -312,15 +242,18 @@ def describe(case):
 
 
 def replay_one(path):
-    """The case in ``path`` on the imported kernel; RuntimeError when the model no longer gives the saved
+    """The case in ``path`` on the imported kernel; RuntimeError when the model no longer gives the recorded
     model outputs (the case would then test something else)."""
-    data, case = read_case(path)
-    run = run_case(case)
-    saved = decode_outputs(data["outputs"]["model"])
-    drift = [field for field, a, b in zip(("ids", "weights", "metadata"), run.want, saved)
-             if (a is None) != (b is None) or (a is not None and not np.array_equal(a, b))]
+    from properties.differential import describe as describe_disagreement
+    from properties.differential import disagreements
+    from properties.implementations import REGISTRY
+
+    record = casefile.read(path)
+    drift = disagreements({"model": REGISTRY["model"].run(record.case), "recorded model": record.outputs["model"]})
     if drift:
-        raise RuntimeError(f"{path}: the model's outputs changed since the case was saved ({drift})")
+        raise RuntimeError(f"{path}: the model's outputs changed since the case was saved: "
+                           + "; ".join(map(describe_disagreement, drift)))
+    run = run_case(from_routing_case(record.case))
     return {"killed": bool(run.lines),
             "evidence": [f"{Path(path).name}: {line}" for line in run.lines[:MISMATCH_LINES]]}
 

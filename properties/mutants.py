@@ -13,7 +13,8 @@ of its own. The unedited kernel goes through the same path and must pass, so no 
 
 Tiers (properties/mutant_probe.py): "static" compiles every variant for sm_90a and runs
 kernel/codegen_checks.py (any CPU); "differential" routes the adversarial row families on the GPU against the
-NumPy model and, at the first mismatch, minimises the case and saves it to corpora/mutants/<mutant>.json.
+NumPy model and, at the first mismatch, minimises the case and saves it to corpora/mutants/<mutant>.json (a
+case file of properties/casefile.py, the mutant's outputs recorded as "mutant:<name>").
 A mutant declares the tiers expected to kill it; every declared tier must kill it. ``--tier cpu`` runs the
 static tier on the mutants that declare it (``--all``: on every mutant); ``--tier gpu`` runs both tiers on
 every mutant. A mutant that no output can show (ex2's .ftz inside the sigmoid, an fma with a -0.0 addend) is

@@ -4,11 +4,11 @@ Every edit still applies exactly once to the current kernel; the real kernel pas
 the same copy-and-subprocess path the mutants take (so no kill is vacuous); every mutant declared "static" is
 killed by it; the equivalent edits escape it as their reasons say. The differential tier's own logic (sweep,
 minimisation, case files, replay) runs here on a fake kernel: the NumPy model with one deliberate fault,
-writing CPU tensors. Saved minimal cases (corpora/mutants/) must still hold the model's outputs.
+writing CPU tensors. Saved minimal cases (corpora/mutants/) must still hold the model's outputs, and the
+mutant's must differ from them.
 """
 
-import json
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +18,9 @@ from kernel import check, routing
 from kernel.layout import META_NUM_CTAS
 from oracles.numpy_model import route as model_route
 from oracles.numpy_model import routing_metadata
-from properties import mutant_probe, mutants
+from properties import casefile, mutant_probe, mutants
+from properties.differential import disagreements
+from properties.implementations import REGISTRY, Implementation, Outputs
 from properties.mutants import CATALOG, EQUIVALENT, STATIC, MutantEditError
 from triton_adversarial_rows import batches, families
 
@@ -75,7 +77,20 @@ def test_the_static_tier_kills(mutant):
 
 # ---------------------------------------------------------------------------------------------- differential
 
-def _fake_route(fault):
+def _flip_weights_of_rows_with_inf(ids, weight_bits, metadata, rows, local):
+    weight_bits[np.isposinf(rows).any(axis=1), 0] ^= 1
+
+
+def _extra_cta_from_tile_3(ids, weight_bits, metadata, rows, local):
+    if local is not None and local.tile >= 3:
+        metadata[META_NUM_CTAS] += 1
+
+
+def _no_fault(ids, weight_bits, metadata, rows, local):
+    pass
+
+
+def _fake_call_route(fault):
     """check.call_route stand-in: the model's outputs written into the (CPU) buffers, then ``fault``."""
 
     def call_route(buffers, scale, renormalize, local):
@@ -83,26 +98,26 @@ def _fake_route(fault):
         ids, weights = model_route(rows, bias, scale, renormalize)
         buffers.ids.copy_(torch.from_numpy(ids))
         buffers.weights.copy_(torch.from_numpy(weights))
+        metadata = None if local is None else buffers.metadata_all.numpy()
         if local is not None:
-            metadata = routing_metadata(ids, local.offset, local.count, local.tile, fill=check.POISON_METADATA)
-            buffers.metadata_all[:metadata.size] = torch.from_numpy(metadata)
-        fault(buffers, rows, local)
+            written = routing_metadata(ids, local.offset, local.count, local.tile, fill=check.POISON_METADATA)
+            metadata[:written.size] = written
+        fault(buffers.ids.numpy(), buffers.weights.view(torch.int32).numpy(), metadata, rows, local)
 
     return call_route
 
 
-def _flip_weights_of_rows_with_inf(buffers, rows, local):
-    for row in np.flatnonzero(np.isposinf(rows).any(axis=1)):
-        buffers.weights.view(torch.int32)[row, 0] ^= 1
+def _fake_cute(fault):
+    """properties.implementations' "cute" stand-in: the model's Outputs, then ``fault``."""
 
+    def run(case):
+        out = REGISTRY["model"].run(case)
+        ids, weights = out.ids.copy(), out.weights.copy()
+        metadata = None if out.metadata is None else out.metadata.copy()
+        fault(ids, weights.view(np.int32), metadata, case.logits, mutant_probe.from_routing_case(case).local)
+        return Outputs(ids, weights, metadata)
 
-def _extra_cta_from_tile_3(buffers, rows, local):
-    if local is not None and local.tile >= 3:
-        buffers.metadata_all[META_NUM_CTAS] += 1
-
-
-def _no_fault(buffers, rows, local):
-    pass
+    return Implementation("cute", run, lambda: None)
 
 
 @pytest.fixture
@@ -110,23 +125,26 @@ def fake_gpu(monkeypatch, tmp_path):
     """The probe's differential path on CPU tensors, saving into tmp_path; returns a fault setter."""
     monkeypatch.setattr(mutant_probe, "DEVICE", "cpu")
     monkeypatch.setattr(mutant_probe, "_synchronize", lambda: None)
-    monkeypatch.setattr(mutant_probe, "_environment", lambda: {"gpu": "none: a fake kernel on the CPU"})
     monkeypatch.setattr(mutant_probe, "CORPUS_DIR", tmp_path)
     monkeypatch.setattr(routing, "prepare", lambda renormalize=True: None)
-    return lambda fault: monkeypatch.setattr(check, "call_route", _fake_route(fault))
+
+    def set_fault(fault):
+        monkeypatch.setattr(check, "call_route", _fake_call_route(fault))
+        monkeypatch.setitem(REGISTRY, "cute", _fake_cute(fault))
+
+    return set_fault
 
 
 def test_a_weight_fault_is_found_minimised_to_one_row_saved_and_replayed(fake_gpu):
     fake_gpu(_flip_weights_of_rows_with_inf)
     result = mutant_probe.differential("fake_weights", "weights of rows with +inf flipped")
     assert result["killed"], result
-    data, case = mutant_probe.read_case(result["case"])
-    assert data["mutant"] == "fake_weights" and data["found"]["cases_tried"] >= 1
-    assert len(case.rows) == 1 and np.isposinf(case.rows).any() and case.local is None
+    record = casefile.read(result["case"])
+    case = record.case
+    assert record.origin["mutant"] == "fake_weights" and record.origin["cases_tried"] >= 1
+    assert case.b == 1 and np.isposinf(case.logits).any() and not case.has_metadata
     assert case.scale == mutant_probe.SIMPLE_SCALE and not case.bias.any()
-    assert any(line.startswith("weights") for line in data["mismatch"])
-    kernel, model = (mutant_probe.decode_outputs(data["outputs"][k]) for k in ("kernel", "model"))
-    assert np.array_equal(kernel[0], model[0]) and not np.array_equal(kernel[1], model[1])
+    assert [(d["implementation"], d["field"]) for d in record.disagreements] == [("mutant:fake_weights", "weights")]
     assert mutant_probe.replay([result["case"]])["killed"]
     fake_gpu(_no_fault)
     assert not mutant_probe.replay([result["case"]])["killed"]
@@ -135,16 +153,17 @@ def test_a_weight_fault_is_found_minimised_to_one_row_saved_and_replayed(fake_gp
 def test_a_metadata_fault_keeps_the_metadata_and_the_smallest_failing_tile(fake_gpu):
     fake_gpu(_extra_cta_from_tile_3)
     result = mutant_probe.differential("fake_metadata", "one CTA too many from tile 3 on")
-    _, case = mutant_probe.read_case(result["case"])
-    assert result["killed"] and len(case.rows) == 1 and case.local.tile == 3, result
+    case = casefile.read(result["case"]).case
+    assert result["killed"] and case.b == 1 and case.tile_n == 3, result
 
 
-def test_a_saved_case_whose_model_outputs_changed_is_refused(fake_gpu, tmp_path):
+def test_a_saved_case_whose_model_outputs_changed_is_refused(fake_gpu):
     fake_gpu(_flip_weights_of_rows_with_inf)
-    path = Path(mutant_probe.differential("fake_weights", "")["case"])
-    data = json.loads(path.read_text())
-    data["outputs"]["model"]["weights"][0] = "00000000*8"
-    path.write_text(json.dumps(data))
+    path = mutant_probe.differential("fake_weights", "")["case"]
+    record = casefile.read(path)
+    model = record.outputs["model"]
+    changed = Outputs(model.ids, (model.weights.view(np.uint32) ^ 1).view(np.float32), model.metadata)
+    casefile.write(path, replace(record, outputs={**record.outputs, "model": changed}))
     with pytest.raises(RuntimeError, match="model's outputs changed"):
         mutant_probe.replay([path])
 
@@ -169,24 +188,15 @@ def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():
     assert len(kinds) >= 4, kinds
 
 
-def test_case_words_round_trip():
-    words = np.array([0, 0, 0, 0xFFFFFFFF, 7, 7, 0x5A5A5A5A], np.uint32)
-    text = mutant_probe.encode_words(words)
-    assert text == "00000000*3 ffffffff 00000007*2 5a5a5a5a"
-    assert np.array_equal(mutant_probe.decode_words(text), words)
-
-
 # ---------------------------------------------------------------------------------------------- saved cases
 
 @pytest.mark.parametrize("path", SAVED_CASES, ids=lambda p: p.stem)
-def test_a_saved_minimal_case_still_holds_the_models_outputs_and_a_mismatch(path):
-    data, case = mutant_probe.read_case(path)
-    assert data["mutant"] in {m.name for m in CATALOG}, f"{path.name}: no such mutant in the catalog"
-    want = check.expected(case.rows, case.bias, case.scale, case.renormalize, case.local)
-    saved = mutant_probe.decode_outputs(data["outputs"]["model"])
-    for field, a, b in zip(("ids", "weights", "metadata"), want, saved):
-        assert (a is None and b is None) or np.array_equal(a, b), f"{path.name}: the model's {field} changed"
-    if "error" not in data["outputs"]["kernel"]:
-        kernel = mutant_probe.decode_outputs(data["outputs"]["kernel"])
-        assert any((a is None) != (b is None) or (a is not None and not np.array_equal(a, b))
-                   for a, b in zip(kernel, saved)), f"{path.name}: the saved kernel outputs equal the model's"
+def test_a_saved_minimal_case_still_holds_the_models_outputs_and_the_mutants_disagreement(path):
+    record = casefile.read(path)
+    name = record.origin["mutant"]
+    assert name in {m.name for m in CATALOG}, f"{path.name}: no mutant {name} in the catalog"
+    live = REGISTRY["model"].run(record.case)
+    assert disagreements({"model": live, "recorded": record.outputs["model"]}) == [], path.name
+    if "fault" not in record.origin:
+        mutant = record.outputs[mutant_probe.MUTANT_PREFIX + name]
+        assert disagreements({"model": live, "mutant": mutant}), f"{path.name}: the mutant's outputs are the model's"
