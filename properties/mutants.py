@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from properties import casefile
 from properties.mutant_probe import CORPUS_DIR, ROOT
 
 KERNEL_DIR = ROOT / "kernel"
@@ -396,7 +397,7 @@ def replay(paths, jobs=None, log=print):
     paths = [Path(p).resolve() for p in paths]
     failures, work = [], [(None, "replay", ["--case", *map(str, paths)])]
     for path in paths:
-        name = json.loads(path.read_text())["mutant"]
+        name = casefile.read(path).origin.get("mutant")
         if name not in by_name:
             failures.append(f"{path}: mutant {name!r} is not in the catalog")
         else:
