@@ -1,7 +1,7 @@
 """Run kernel.routing on the GPU against the NumPy model, bit for bit, with diagnostics in hex.
 
 Shared by the GPU tests and ``python -m kernel.smoke``; the inputs are the project's adversarial row
-families (tests/triton_adversarial_rows.py). Outputs (and the rows and metadata elements the kernel must
+families (properties/families.py). Outputs (and the rows and metadata elements the kernel must
 not write) are poisoned before each call; a result is equal only if every bit is.
 """
 

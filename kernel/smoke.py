@@ -1,12 +1,10 @@
 """First run on a GPU: ``python -m kernel.smoke`` from the repository root. Compiles every variant, routes
-the project's adversarial row families (tests/triton_adversarial_rows.py) in batches of every b against the
+the project's adversarial row families (properties/families.py) in batches of every b against the
 NumPy model (ids, weights and metadata, bit for bit), replays a CUDA graph and times a launch. Prints the
 first mismatching rows in hex; exits 1 on any mismatch."""
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -15,15 +13,13 @@ from kernel.layout import EXPERTS, MAX_TOKENS
 
 TILES = (1, 3, 8, 64, 256)
 SCALE = 2.5
-ROWS_MODULE = Path(__file__).resolve().parents[1] / "tests" / "triton_adversarial_rows.py"
 
 
 def _adversarial_rows():
-    """The tests' adversarial row module, loaded from its file (tests/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("triton_adversarial_rows", ROWS_MODULE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The project's adversarial row families (properties/families.py)."""
+    from properties import families
+
+    return families
 
 
 def _correctness(rows_module):

@@ -214,7 +214,7 @@ def differential(name, description):
     """Sweep case_plan until the first mismatch; minimise it, save it, and check that the saved file
     reproduces it."""
     from kernel import routing
-    from triton_adversarial_rows import batches, families
+    from properties.families import batches, families
 
     for renormalize in (True, False):
         routing.prepare(renormalize)

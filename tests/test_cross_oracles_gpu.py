@@ -7,7 +7,7 @@ import torch
 
 from kernel import check
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, metadata_size
-from tests.triton_adversarial_rows import batches, families
+from properties.families import batches, families
 
 pytestmark = pytest.mark.gpu
 

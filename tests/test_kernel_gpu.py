@@ -1,6 +1,6 @@
 """The routing kernel on the GPU against the NumPy model, bit for bit.
 
-Inputs: tests/triton_adversarial_rows.py (14 families of fixed-seed adversarial rows, shared with the Triton
+Inputs: properties/families.py (14 families of fixed-seed adversarial rows, shared with the Triton
 oracle's tests), cut into batches of every b. Outputs and metadata are poisoned before every call, in
 buffers larger than the contract's, so a write past the last token row, past metadata_size(tile) or into an
 element the kernel must leave (the guard, the unused fields) shows. About a minute on an H200.
@@ -14,7 +14,7 @@ import triton.language as tl
 
 from kernel import check, routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
-from triton_adversarial_rows import batches, families, from_bits, pooled_rows
+from properties.families import batches, families, from_bits, pooled_rows
 
 pytestmark = pytest.mark.gpu
 

@@ -22,7 +22,7 @@ from properties import casefile, mutant_probe, mutants
 from properties.differential import disagreements
 from properties.implementations import REGISTRY, Implementation, Outputs
 from properties.mutants import CATALOG, EQUIVALENT, STATIC, MutantEditError
-from triton_adversarial_rows import batches, families
+from properties.families import batches, families
 
 MIN_MUTANTS = 12
 STATIC_MUTANTS = [m for m in CATALOG if STATIC in m.kills]

@@ -1,6 +1,6 @@
 """The Triton oracle on the GPU, bit for bit against the NumPy model, and the same under CUDA graph replay.
 
-Inputs: tests/triton_adversarial_rows.py (14 families of fixed-seed adversarial rows). Equality is exact:
+Inputs: properties/families.py (14 families of fixed-seed adversarial rows). Equality is exact:
 ids equal and weight bit patterns equal.
 """
 
@@ -11,7 +11,7 @@ import torch
 from oracles.ptx_float_ops import float_ops, parse_instructions
 from oracles.triton_codegen import compile_ptx
 from oracles.triton_routing import fused_musespark1x_routing, launch
-from triton_adversarial_rows import N_EXPERTS, TOP_K, batches, families, from_bits, pooled_rows
+from properties.families import N_EXPERTS, TOP_K, batches, families, from_bits, pooled_rows
 
 pytestmark = pytest.mark.gpu
 

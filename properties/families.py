@@ -1,4 +1,4 @@
-"""Deterministic adversarial routing inputs for the Triton oracle's GPU tests.
+"""Deterministic adversarial routing rows shared by the GPU tests, the kernel smoke run and the mutant sweep.
 
 Each family is one bias [256] and a few logits rows [n, 256], chosen so that the routing rules are
 exercised at their edges: exact ties within and across threads, ties at the 8th/9th place, all 256
