@@ -11,6 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracles.ptx_float_ops import split_operands
+
 WAIT = "griddepcontrol.wait"
 LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
 _PARAM = re.compile(r"_param_(\d+)\b")
@@ -70,7 +72,7 @@ def parse(ptx: str) -> Program:
         if text.startswith("@"):
             predicate, text = text.split(None, 1)
         opcode, _, rest = text.partition(" ")
-        insts.append(Instruction(len(insts), predicate, opcode, _split_operands(rest)))
+        insts.append(Instruction(len(insts), predicate, opcode, tuple(part.strip() for part in split_operands(rest) if part.strip())))
     return Program(tuple(insts), labels)
 
 
@@ -103,23 +105,6 @@ def reachable(program: Program, start: int, stop_opcode: str | None = None) -> s
             continue
         todo.extend(_successors(program, inst))
     return seen
-
-
-def _split_operands(text):
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        if ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    if current.strip():
-        parts.append(current.strip())
-    return tuple(parts)
 
 
 def _destinations(inst):

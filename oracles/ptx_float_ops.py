@@ -68,11 +68,11 @@ def _parse_statement(stmt):
         predicate, stmt = stmt.split(None, 1)
     opcode, _, rest = stmt.replace("\t", " ").partition(" ")
     rest = rest.strip()
-    operands = tuple(op.strip() for op in _split_top_level(rest)) if rest else ()
+    operands = tuple(op.strip() for op in split_operands(rest)) if rest else ()
     return Instruction(opcode, operands, predicate)
 
 
-def _split_top_level(text):
+def split_operands(text):
     """Split operands on commas outside braces and brackets."""
     parts, depth, current = [], 0, []
     for ch in text:
