@@ -49,11 +49,22 @@ def test_kernel_equals_triton_oracle(b, renormalize, cases):
     assert not failures, f"{len(failures)} of {n} batches differ:\n" + "\n".join(failures[:3])
 
 
+RANKS = (2, 4, 8)
+
+
+def _rank_split(rng, ranks):
+    """Every rank's (offset, count) of a random split of the 256 experts into ``ranks`` ranges."""
+    cuts = np.concatenate([[0], np.sort(rng.choice(np.arange(1, EXPERTS), ranks - 1, replace=False)), [EXPERTS]])
+    return [(int(lo), int(hi - lo)) for lo, hi in zip(cuts[:-1], cuts[1:])]
+
+
 def _local_ranges(ids, rng):
-    unpicked = check.unpicked_range(ids)
-    cut = sorted(rng.choice(np.arange(1, EXPERTS), 3, replace=False))
-    return [(0, EXPERTS), (int(ids[0, 0]), 1), unpicked, (EXPERTS - 16, 16),
-            (int(cut[0]), int(cut[1] - cut[0]))]
+    """All experts, one picked expert, the widest unpicked run, the last 16, and every rank of random
+    splits into 2, 4 and 8 ranks."""
+    ranges = [(0, EXPERTS), (int(ids[0, 0]), 1), check.unpicked_range(ids), (EXPERTS - 16, 16)]
+    for ranks in RANKS:
+        ranges += _rank_split(rng, ranks)
+    return ranges
 
 
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
