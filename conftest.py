@@ -51,6 +51,7 @@ GROUPS = (
     ("tests/test_properties_", "properties"),
     ("tests/test_corpus", "corpus replay"),
     ("tests/test_mutants", "mutants"),
+    ("tests/test_bundle", "gpu bundle"),
     ("tests/test_bench", "benchmark"),
 )
 _gate = {}
