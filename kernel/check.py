@@ -13,16 +13,9 @@ import torch
 from kernel import routing
 from kernel.layout import (
     EXPERTS,
-    MAX_CTAS,
     MAX_TOKENS,
-    META_CTA_BATCH,
-    META_CTA_LIMIT,
-    META_EXPANDED_TO_PERMUTED,
-    META_NUM_CTAS,
-    META_PADDED_TOKENS,
-    META_PERMUTED_TO_TOKEN,
-    ROUTES,
     TOP_K,
+    metadata_field,
     metadata_size,
 )
 from oracles.numpy_model import route as model_route
@@ -40,18 +33,6 @@ class Local:
     offset: int
     count: int
     tile: int
-
-
-def metadata_field(index, tile):
-    """Name of metadata element ``index`` for tile ``tile``, e.g. 'cta_limit[3]'."""
-    fields = [(META_PADDED_TOKENS, 1, "padded_tokens"), (META_NUM_CTAS, 1, "num_ctas"),
-              (META_EXPANDED_TO_PERMUTED, ROUTES, "expanded_to_permuted"),
-              (META_CTA_BATCH, MAX_CTAS, "cta_batch"), (META_CTA_LIMIT, MAX_CTAS, "cta_limit"),
-              (META_PERMUTED_TO_TOKEN, MAX_CTAS * tile, "permuted_to_token")]
-    for start, length, name in fields:
-        if start <= index < start + length:
-            return f"{name}[{index - start}]"
-    return "guard" if index == metadata_size(tile) - 1 else f"unused[{index}]"
 
 
 def _hex_row(values):

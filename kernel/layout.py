@@ -38,3 +38,15 @@ def metadata_size(tile_n: int) -> int:
     if isinstance(tile_n, bool) or not isinstance(tile_n, int) or not 1 <= tile_n <= MAX_TILE:
         raise ValueError(f"tile_n must be an int in [1, {MAX_TILE}], got {tile_n!r}")
     return META_PERMUTED_TO_TOKEN + MAX_CTAS * tile_n + 1
+
+
+def metadata_field(index: int, tile_n: int) -> str:
+    """Name of metadata element ``index`` for tile ``tile_n``, e.g. 'cta_limit[3]', for mismatch reports."""
+    fields = [(META_PADDED_TOKENS, 1, "padded_tokens"), (META_NUM_CTAS, 1, "num_ctas"),
+              (META_EXPANDED_TO_PERMUTED, ROUTES, "expanded_to_permuted"),
+              (META_CTA_BATCH, MAX_CTAS, "cta_batch"), (META_CTA_LIMIT, MAX_CTAS, "cta_limit"),
+              (META_PERMUTED_TO_TOKEN, MAX_CTAS * tile_n, "permuted_to_token")]
+    for start, length, name in fields:
+        if start <= index < start + length:
+            return f"{name}[{index - start}]"
+    return "guard" if index == metadata_size(tile_n) - 1 else f"unused[{index}]"

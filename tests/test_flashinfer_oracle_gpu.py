@@ -17,15 +17,9 @@ from kernel.layout import (
     MAX_CTAS,
     MAX_TILE,
     MAX_TOKENS,
-    META_CTA_BATCH,
-    META_CTA_LIMIT,
-    META_EXPANDED_TO_PERMUTED,
-    META_NUM_CTAS,
-    META_PADDED_TOKENS,
-    META_PERMUTED_TO_TOKEN,
     ROUTES,
     TOP_K,
-    metadata_size,
+    metadata_field,
 )
 from oracles.flashinfer_routing import DEFAULT_POISON, dyn_block_metadata, load_library, to_meta
 from oracles.numpy_model import routing_metadata
@@ -115,21 +109,9 @@ def _cases(b):
                 yield ids, offset, count, tile
 
 
-def _field(index, tile):
-    """The META field holding element index, with its offset in it."""
-    fields = [("padded_tokens", META_PADDED_TOKENS, 1), ("num_ctas", META_NUM_CTAS, 1),
-              ("expanded_to_permuted", META_EXPANDED_TO_PERMUTED, ROUTES), ("cta_batch", META_CTA_BATCH, MAX_CTAS),
-              ("cta_limit", META_CTA_LIMIT, MAX_CTAS),
-              ("permuted_to_token", META_PERMUTED_TO_TOKEN, MAX_CTAS * tile)]
-    for name, start, size in fields:
-        if start <= index < start + size:
-            return f"{name}[{index - start}]"
-    return "guard" if index == metadata_size(tile) - 1 else f"gap[{index}]"
-
-
 def _mismatch(ids, offset, count, tile, got, want):
     where = np.flatnonzero(got != want)[:MAX_REPORTED]
-    diffs = ", ".join(f"{_field(i, tile)}: flashinfer {got[i]} model {want[i]}" for i in where)
+    diffs = ", ".join(f"{metadata_field(i, tile)}: flashinfer {got[i]} model {want[i]}" for i in where)
     return f"ids={ids.tolist()} local=[{offset}, {offset + count}) tile={tile}: {diffs}"
 
 

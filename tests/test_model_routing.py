@@ -218,3 +218,13 @@ def test_routing_metadata_rejects_inputs_outside_the_contract(kwargs, needle):
     args.update(kwargs)
     with pytest.raises(ValueError, match=needle):
         model.routing_metadata(**args)
+
+
+def test_metadata_field_names_every_region_of_the_layout():
+    from kernel.layout import metadata_field
+
+    names = [metadata_field(i, 2) for i in (META_PADDED_TOKENS, META_NUM_CTAS, META_EXPANDED_TO_PERMUTED + 63,
+                                            META_CTA_BATCH, META_CTA_LIMIT + 1, META_PERMUTED_TO_TOKEN - 1,
+                                            META_PERMUTED_TO_TOKEN + 127, metadata_size(2) - 1)]
+    assert names == ["padded_tokens[0]", "num_ctas[0]", "expanded_to_permuted[63]", "cta_batch[0]", "cta_limit[1]",
+                     f"unused[{META_PERMUTED_TO_TOKEN - 1}]", "permuted_to_token[127]", "guard"]
