@@ -45,7 +45,7 @@ def i32(xp, like, value):
 
 
 def truncate_to_i32(x):
-    """float32 ``x`` converted to int32 toward zero (finite inputs within int32 range)."""
+    """``x`` converted to int32: float32 toward zero, int64 as is (finite inputs within int32 range)."""
     xp = namespace(x)
     return x.astype(np.int32) if xp is np else x.to(xp.int32)
 

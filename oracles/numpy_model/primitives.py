@@ -2,15 +2,16 @@
 
 FADD and FMUL are IEEE binary32 round-to-nearest-even with subnormals kept; NumPy float32 computes the same
 value, and every NaN the H200 writes has the one canonical pattern measured with the tables. MUFU.EX2 and
-MUFU.RCP are modelled by tables measured on the H200 (``oracles.mufu``) and the SASS around them
-(``../shared/hardware-facts.md`` section 2). Arrays in, arrays out; the same code runs on torch tensors.
+MUFU.RCP are quadratic interpolators whose coefficients were derived from tables measured on the H200
+(``oracles.mufu.interpolator``), wrapped in the SASS around them (``../shared/hardware-facts.md`` section 2).
+Arrays in, arrays out; the same code runs on torch tensors.
 """
 
 import functools
 
 import numpy as np
 
-from oracles.mufu import tables as mufu_tables
+from oracles.mufu import interpolator
 from oracles.numpy_model._xp import bits, floats, i32, namespace, require_f32, take, truncate_to_i32
 
 LOG2E = 0x3FB8AA3B  # float32 log2(e), Triton's constant in tl.sigmoid
@@ -18,7 +19,6 @@ ONE = 0x3F800000
 _SIGN = -0x80000000
 _ABS = 0x7FFFFFFF
 _FRACTION = 0x007FFFFF
-_TABLE_SIZE = _FRACTION + 1
 _INF_EXPONENT = 0xFF
 _INF_BITS = _INF_EXPONENT << 23
 _HALF = 0x3F000000
@@ -35,21 +35,26 @@ _BLOCK = 1 << 14  # elements per pass over NumPy arrays, so the temporaries stay
 
 
 @functools.lru_cache(maxsize=None)
-def _tables_on(xp, device):
-    """The measured tables as int32 arrays of library ``xp`` (on ``device`` for torch).
-
-    "ex2" holds the t >= 0 table followed by the t < 0 one, so one gather serves both signs.
-    """
-    tables, specials = mufu_tables.load()
-    joined = {"ex2": np.concatenate([tables["ex2_pos"], tables["ex2_neg"]]).view(np.int32),
-              "rcp": tables["rcp"].view(np.int32)}
+def _units_on(xp, device):
+    """The interpolators' coefficients and squarer tables as int64 arrays of ``xp`` (on ``device`` for torch),
+    and the canonical NaN bits."""
+    units, nan = interpolator.load()
     if xp is not np:
-        joined = {name: xp.from_numpy(t).to(device) for name, t in joined.items()}
-    return joined, specials
+        units = {name: {key: xp.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
+                        for key, v in unit.items()} for name, unit in units.items()}
+    return units, nan
 
 
-def _tables(x):
-    return _tables_on(namespace(x), getattr(x, "device", None))
+def _units(x):
+    return _units_on(namespace(x), getattr(x, "device", None))
+
+
+def _interpolate(unit, f):
+    """R = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT for int32 fractions ``f`` (oracles.mufu.interpolator)."""
+    segment, x = f >> unit["x_bits"], f & ((1 << unit["x_bits"]) - 1)
+    acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
+        unit["square"], x)
+    return truncate_to_i32(acc >> interpolator.RESULT_SHIFT)
 
 
 def _f32(x, value_bits):
@@ -89,7 +94,7 @@ def _canonical_nan(r):
     is_nan = r != r
     if xp is np and not is_nan.any():
         return r
-    return xp.where(is_nan, _f32(r, _tables(r)[1]["nan"]), r)
+    return xp.where(is_nan, _f32(r, _units(r)[1]), r)
 
 
 def _add_rn(a, b):
@@ -103,17 +108,20 @@ def _mul_rn(a, b):
 
 
 def _ex2_approx_ftz_f32(t):
-    """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point, one measured table per sign."""
+    """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point; 2^-f is 2^(1 - f) with f's 23 bits
+    complemented (the one's complement of f is 1 - f - 2^-23), one binade lower; 2^-0 is 1."""
     xp = namespace(t)
-    (table, specials), b = _tables(t), bits(t)
+    (units, nan), b = _units(t), bits(t)
     sign = b >> 31  # 0 or -1
     # floor(|t| * 2^23): |t| clamped to 255 (every |t| >= 128 saturates), scaled exactly, truncated.
     fixed = truncate_to_i32(xp.clip(xp.abs(t), 0.0, _EX2_CLAMP) * _TWO_TO_23)
-    e = take(table["ex2"], (fixed & _FRACTION) | (sign & _TABLE_SIZE))
+    f = fixed & _FRACTION
+    e = _interpolate(units["ex2"], f ^ (sign & _FRACTION)) + (interpolator.RESULT_BASE["ex2"] + (sign << 23))
+    e = xp.where((f == 0) & (sign != 0), ONE, e)
     n = ((fixed >> 23) ^ sign) - sign  # the integer part, negative for t < 0
     exponent = (e >> 23) + n
     result = xp.where(exponent <= 0, 0, xp.where(exponent >= _INF_EXPONENT, i32(xp, b, _INF_BITS), e + (n << 23)))
-    return floats(xp.where((b & _ABS) > _INF_BITS, specials["nan"], result))
+    return floats(xp.where((b & _ABS) > _INF_BITS, nan, result))
 
 
 def _ex2_approx_f32(t):
@@ -125,16 +133,16 @@ def _ex2_approx_f32(t):
 
 
 def _rcp_approx_ftz_f32(y):
-    """MUFU.RCP (rcp.approx.ftz.f32): measured significand table, exponent negated, results below 2^-126 flushed."""
+    """MUFU.RCP (rcp.approx.ftz.f32): the interpolated significand, exponent negated, results below 2^-126 flushed."""
     xp = namespace(y)
-    (table, specials), b = _tables(y), bits(y)
+    (units, nan), b = _units(y), bits(y)
     magnitude = b & _ABS
     exponent = magnitude >> 23
-    r = take(table["rcp"], b & _FRACTION)
+    r = _interpolate(units["rcp"], b & _FRACTION) + interpolator.RESULT_BASE["rcp"]
     result_exponent = (r >> 23) + 127 - exponent  # <= 0 for infinite y too
     result = xp.where(result_exponent <= 0, 0, (r & _FRACTION) | (result_exponent << 23))
     result = xp.where(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
-    return floats(xp.where(magnitude > _INF_BITS, specials["nan"], result))
+    return floats(xp.where(magnitude > _INF_BITS, nan, result))
 
 
 def _div_full_f32(x, y):
