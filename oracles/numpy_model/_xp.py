@@ -50,6 +50,21 @@ def truncate_to_i32(x):
     return x.astype(np.int32) if xp is np else x.to(xp.int32)
 
 
+def i64(i):
+    """int32 ``i`` widened to int64 (NumPy's gathers index with int64 without converting it again)."""
+    return i.astype(np.int64) if namespace(i) is np else i.to(namespace(i).int64)
+
+
+def select(cond, a, b):
+    """where(cond, a, b); for NumPy, ``b`` as it is when ``cond`` holds nowhere (a pass saved on the common
+    path: special inputs are rare). ``b`` is an array of the result's shape and dtype."""
+    xp = namespace(b)
+    if xp is np and not cond.any():
+        return b
+    return xp.where(cond, a, b)
+
+
 def take(table, index):
-    """table[index] for a 1-D table and an int32 index array of the same library."""
-    return np.take(table, index) if isinstance(table, np.ndarray) else table[index]
+    """table[index] for a 1-D table and an int32 index array of the same library, every index in range
+    (NumPy's bounds-checking mode costs more than the gather)."""
+    return np.take(table, index, mode="clip") if isinstance(table, np.ndarray) else table[index]

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from oracles.mufu import interpolator
-from oracles.numpy_model._xp import bits, floats, i32, namespace, require_f32, take, truncate_to_i32
+from oracles.numpy_model._xp import bits, floats, i32, i64, namespace, require_f32, select, take, truncate_to_i32
 
 LOG2E = 0x3FB8AA3B  # float32 log2(e), Triton's constant in tl.sigmoid
 ONE = 0x3F800000
@@ -21,6 +21,11 @@ _ABS = 0x7FFFFFFF
 _FRACTION = 0x007FFFFF
 _INF_EXPONENT = 0xFF
 _INF_BITS = _INF_EXPONENT << 23
+_SMALLEST_NORMAL = 1 << 23
+# The float32 bits of an interpolator's result are R + (base exponent << 23) (interpolator.RESULT_BASE);
+# scaling it by 2^n adds n to that exponent.
+_EX2_BASE_EXPONENT = interpolator.RESULT_BASE["ex2"] >> 23
+_RCP_BASE_EXPONENT = interpolator.RESULT_BASE["rcp"] >> 23
 _HALF = 0x3F000000
 _EX2_CLAMP = 255.0
 _TWO_TO_23 = 8388608.0
@@ -51,6 +56,7 @@ def _units(x):
 
 def _interpolate(unit, f):
     """R = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT for int32 fractions ``f`` (oracles.mufu.interpolator)."""
+    f = i64(f)
     segment, x = f >> unit["x_bits"], f & ((1 << unit["x_bits"]) - 1)
     acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
         unit["square"], x)
@@ -90,11 +96,7 @@ def _public(kernel):
 
 def _canonical_nan(r):
     """``r`` with every NaN replaced by the pattern the H200 writes."""
-    xp = namespace(r)
-    is_nan = r != r
-    if xp is np and not is_nan.any():
-        return r
-    return xp.where(is_nan, _f32(r, _units(r)[1]), r)
+    return select(r != r, _f32(r, _units(r)[1]), r)
 
 
 def _add_rn(a, b):
@@ -108,28 +110,28 @@ def _mul_rn(a, b):
 
 
 def _ex2_approx_ftz_f32(t):
-    """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point; 2^-f is 2^(1 - f) with f's 23 bits
-    complemented (the one's complement of f is 1 - f - 2^-23), one binade lower; 2^-0 is 1."""
+    """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point n + f / 2^23; for t < 0 and f > 0,
+    2^-(n + f / 2^23) is 2^-(n + 1) times the interpolator at the one's complement of f (f's 23 bits inverted)."""
     xp = namespace(t)
     (units, nan), b = _units(t), bits(t)
     sign = b >> 31  # 0 or -1
     # floor(|t| * 2^23): |t| clamped to 255 (every |t| >= 128 saturates), scaled exactly, truncated.
     fixed = truncate_to_i32(xp.clip(xp.abs(t), 0.0, _EX2_CLAMP) * _TWO_TO_23)
     f = fixed & _FRACTION
-    e = _interpolate(units["ex2"], f ^ (sign & _FRACTION)) + (interpolator.RESULT_BASE["ex2"] + (sign << 23))
-    e = xp.where((f == 0) & (sign != 0), ONE, e)
-    n = ((fixed >> 23) ^ sign) - sign  # the integer part, negative for t < 0
+    complement = sign & ((-f) >> 31)  # -1 where t < 0 and f > 0, else 0
+    e = _interpolate(units["ex2"], f ^ (complement & _FRACTION)) + (complement << 23)
+    n = ((fixed >> 23) ^ sign) - sign + _EX2_BASE_EXPONENT  # the integer part, negative for t < 0, + base
     exponent = (e >> 23) + n
-    result = xp.where(exponent <= 0, 0, xp.where(exponent >= _INF_EXPONENT, i32(xp, b, _INF_BITS), e + (n << 23)))
-    return floats(xp.where((b & _ABS) > _INF_BITS, nan, result))
+    result = e + (n << 23)
+    result = select(exponent <= 0, 0, select(exponent >= _INF_EXPONENT, i32(xp, b, _INF_BITS), result))
+    return floats(select((b & _ABS) > _INF_BITS, nan, result))
 
 
 def _ex2_approx_f32(t):
     """ex2.approx.f32: below -126, MUFU.EX2 of t * 0.5 squared by an FMUL, so subnormal results survive."""
-    xp = namespace(t)
     low = t < _EX2_HALVING_THRESHOLD
-    e = _ex2_approx_ftz_f32(xp.where(low, _mul_rn(t, _f32(t, _HALF)), t))
-    return xp.where(low, _mul_rn(e, e), e)
+    e = _ex2_approx_ftz_f32(select(low, _mul_rn(t, _f32(t, _HALF)), t))
+    return select(low, _mul_rn(e, e), e)
 
 
 def _rcp_approx_ftz_f32(y):
@@ -138,11 +140,12 @@ def _rcp_approx_ftz_f32(y):
     (units, nan), b = _units(y), bits(y)
     magnitude = b & _ABS
     exponent = magnitude >> 23
-    r = _interpolate(units["rcp"], b & _FRACTION) + interpolator.RESULT_BASE["rcp"]
-    result_exponent = (r >> 23) + 127 - exponent  # <= 0 for infinite y too
-    result = xp.where(result_exponent <= 0, 0, (r & _FRACTION) | (result_exponent << 23))
-    result = xp.where(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
-    return floats(xp.where(magnitude > _INF_BITS, nan, result))
+    # The significand's bits scaled by 2^(127 - exponent); a result exponent <= 0 (y infinite too) leaves
+    # bits below 2^23: flushed.
+    result = _interpolate(units["rcp"], b & _FRACTION) + ((_RCP_BASE_EXPONENT + 127 - exponent) << 23)
+    result = select(result < _SMALLEST_NORMAL, 0, result)
+    result = select(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
+    return floats(select(magnitude > _INF_BITS, nan, result))
 
 
 def _div_full_f32(x, y):
