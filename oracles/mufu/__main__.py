@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from oracles.mufu import fit, hardware, interpolator, sample, tables
-from oracles.mufu.baseline import TABLE_SIZE
 
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
@@ -55,13 +54,8 @@ def _unary_hw(name, bits):
 
 
 def _measure_tables():
-    f = np.arange(TABLE_SIZE, dtype=np.uint32)
-    fraction = (f.astype(np.float64) / TABLE_SIZE).astype(np.float32)  # exact: f < 2^23
-    return {
-        "ex2_pos": _unary_hw("ex2_approx_ftz_f32", fraction.view(np.uint32)),
-        "ex2_neg": _unary_hw("ex2_approx_ftz_f32", (-fraction).view(np.uint32)),
-        "rcp": _unary_hw("rcp_approx_ftz_f32", f | np.uint32(0x3F800000)),
-    }
+    unit = {"ex2_pos": "ex2_approx_ftz_f32", "ex2_neg": "ex2_approx_ftz_f32", "rcp": "rcp_approx_ftz_f32"}
+    return {name: _unary_hw(unit[name], bits) for name, bits in tables.inputs().items()}
 
 
 def _classes():
