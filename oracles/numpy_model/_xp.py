@@ -55,13 +55,17 @@ def i64(i):
     return i.astype(np.int64) if namespace(i) is np else i.to(namespace(i).int64)
 
 
+def nowhere(cond):
+    """True for a NumPy boolean array that is false everywhere; False for torch, so the GPU runs every branch.
+
+    The model uses it to skip work on the common path of a NumPy block: special inputs are rare.
+    """
+    return isinstance(cond, np.ndarray) and not cond.any()
+
+
 def select(cond, a, b):
-    """where(cond, a, b); for NumPy, ``b`` as it is when ``cond`` holds nowhere (a pass saved on the common
-    path: special inputs are rare). ``b`` is an array of the result's shape and dtype."""
-    xp = namespace(b)
-    if xp is np and not cond.any():
-        return b
-    return xp.where(cond, a, b)
+    """where(cond, a, b), returning ``b`` itself where ``nowhere(cond)``; ``b`` has the result's shape and dtype."""
+    return b if nowhere(cond) else namespace(b).where(cond, a, b)
 
 
 def take(table, index):

@@ -12,7 +12,8 @@ import functools
 import numpy as np
 
 from oracles.mufu import interpolator
-from oracles.numpy_model._xp import bits, floats, i32, i64, namespace, require_f32, select, take, truncate_to_i32
+from oracles.numpy_model._xp import (bits, floats, i32, i64, namespace, nowhere, require_f32, select, take,
+                                    truncate_to_i32)
 
 LOG2E = 0x3FB8AA3B  # float32 log2(e), Triton's constant in tl.sigmoid
 ONE = 0x3F800000
@@ -130,8 +131,10 @@ def _ex2_approx_ftz_f32(t):
 def _ex2_approx_f32(t):
     """ex2.approx.f32: below -126, MUFU.EX2 of t * 0.5 squared by an FMUL, so subnormal results survive."""
     low = t < _EX2_HALVING_THRESHOLD
-    e = _ex2_approx_ftz_f32(select(low, _mul_rn(t, _f32(t, _HALF)), t))
-    return select(low, _mul_rn(e, e), e)
+    if nowhere(low):
+        return _ex2_approx_ftz_f32(t)
+    e = _ex2_approx_ftz_f32(namespace(t).where(low, _mul_rn(t, _f32(t, _HALF)), t))
+    return namespace(t).where(low, _mul_rn(e, e), e)
 
 
 def _rcp_approx_ftz_f32(y):
@@ -152,8 +155,11 @@ def _div_full_f32(x, y):
     """div.full.f32: x and y scaled by 0.25 when |y| > 2^126, by 2^24 when |y| < 2^-126, then MUFU.RCP(y') * x'."""
     xp = namespace(y)
     magnitude = xp.abs(y)
-    k = floats(xp.where(magnitude > _RANGE_HIGH, _QUARTER,
-                        xp.where(magnitude < _RANGE_LOW, i32(xp, y, _TWO_TO_24), ONE)))
+    high, low = magnitude > _RANGE_HIGH, magnitude < _RANGE_LOW
+    if nowhere(high) and nowhere(low):
+        # k = 1: y * 1 and x * 1 change no bits but a NaN's, and the final product writes the canonical NaN.
+        return _mul_rn(_rcp_approx_ftz_f32(y), x)
+    k = floats(xp.where(high, _QUARTER, xp.where(low, i32(xp, y, _TWO_TO_24), ONE)))
     return _mul_rn(_rcp_approx_ftz_f32(_mul_rn(y, k)), _mul_rn(x, k))
 
 
