@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from oracles import numpy_model
 from oracles.mufu import sample
@@ -62,3 +63,13 @@ def test_a_single_flipped_output_bit_is_caught():
     digests = sample.chunk_digests(got)
     recorded = RECORD["primitives"]["sigmoid_f32"]["strata"]["binades"]["digests"]
     assert [i for i, (a, b) in enumerate(zip(digests, recorded)) if a != b] == [123_457 // sample.DIGEST_CHUNK]
+
+
+@pytest.mark.parametrize("name,stratum", CASES)
+def test_the_torch_path_gives_the_numpy_bits(name, stratum):
+    """The exhaustive proof runs the model on torch tensors: on the sample, that path equals the NumPy one."""
+    inputs = _inputs(name, stratum)
+    tensors = [torch.from_numpy(x.view(np.int32)).view(torch.float32) for x in inputs]
+    got = getattr(numpy_model, name)(*tensors).view(torch.int32).numpy().view(np.uint32)
+    bad = np.flatnonzero(got != _model_outputs(name, inputs))
+    assert bad.size == 0, [{"inputs": [_hex(x[i]) for x in inputs], "torch": _hex(got[i])} for i in bad[:10]]

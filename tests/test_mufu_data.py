@@ -1,12 +1,16 @@
-"""The measured MUFU data: its size, provenance, integrity, and the exhaustive proof it was checked by."""
+"""The measured MUFU data, the coefficients fitted to it, and the exhaustive proof the model was checked by."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from oracles.mufu import tables
+from oracles import numpy_model
+from oracles.mufu import fit, interpolator, tables
 from oracles.mufu.__main__ import PROOF_FILE, _Tally, model_source_sha256
 from oracles.mufu.baseline import BASELINES, TABLE_SIZE
 
@@ -51,13 +55,74 @@ def test_exhaustive_proof_shows_zero_mismatches_for_the_stored_tables():
     proof = json.loads(PROOF_FILE.read_text())
     assert proof["table_data_sha256"] == tables.read_provenance()["data_sha256"]
     assert proof.get("model_source_sha256") == model_source_sha256(), (
-        "the primitive model changed since it was proved: run `make prove-primitives` on the H200")
+        "the primitive model (its sources or coefficients) changed since it was proved: run "
+        "`make prove-primitives` on the H200 and commit oracles/mufu/data/exhaustive-proof.json")
     assert proof["provenance"]["gpu"] == "NVIDIA H200"
     results = proof["results"]
     for name in PRIMITIVES_SWEPT:
         assert results[name]["inputs"] == FULL_SWEEP and results[name]["mismatches"] == 0, name
     pairs = results["div_full_f32(x, y) exponent pairs"]
     assert pairs["inputs"] >= 10**9 and pairs["mismatches"] == 0
+    assert proof["sigmoid_f32_model_throughput"]["elements"] >= 1 << 28
+
+
+_MODEL_OF_TABLE = {"ex2_pos": numpy_model.ex2_approx_ftz_f32, "ex2_neg": numpy_model.ex2_approx_ftz_f32,
+                   "rcp": numpy_model.rcp_approx_ftz_f32}
+
+
+@pytest.mark.parametrize("name", tables.TABLE_NAMES)
+def test_the_compact_model_gives_every_measured_table_entry(name):
+    measured, _ = tables.load()
+    got = _MODEL_OF_TABLE[name](tables.inputs()[name].view(np.float32)).view(np.uint32)
+    bad = np.flatnonzero(got != measured[name])
+    assert got.size == TABLE_SIZE and bad.size == 0, (
+        f"{bad.size} of {TABLE_SIZE} entries differ, first at f = {bad[:8].tolist()}")
+
+
+def test_fit_rederives_the_stored_coefficients_byte_for_byte():
+    record, _ = fit.derive()
+    assert fit.serialise(record) == interpolator.COEFFICIENT_FILE.read_bytes(), "run `python -m oracles.mufu fit`"
+
+
+def test_coefficients_are_small_and_name_the_tables_they_were_fitted_to():
+    prov = tables.read_provenance()
+    record = interpolator.read()
+    assert interpolator.COEFFICIENT_FILE.stat().st_size <= fit.MAX_FILE_BYTES
+    assert record["tables_sha256"] == prov["data_sha256"] == tables.sha256(tables.DATA_FILE.read_bytes())
+    assert record["nan"] == prov["model_constants"]["nan"]
+    assert {name: record["units"][name]["segment_bits"] for name in interpolator.UNIT_NAMES} == {"ex2": 6, "rcp": 7}
+
+
+def test_a_changed_coefficient_changes_the_unit():
+    entry = dict(interpolator.read()["units"]["rcp"])
+    units = interpolator.decode_unit(entry)
+    entry["c2"] = interpolator.encode_unit([0] * 128, [0] * 128, units["c2"] + 1)["c2"]
+    assert (interpolator.decode_unit(entry)["c2"] == units["c2"] + 1).all()
+    with pytest.raises(ValueError, match="hex digits"):
+        interpolator.encode_unit([1 << 28], [0], [0])
+
+
+@pytest.mark.parametrize("x_bits,k", [(16, 17), (17, 19)])
+def test_truncated_square_keeps_exactly_the_partial_products_of_weight_at_least_2_to_k(x_bits, k):
+    x = np.arange(1 << x_bits, dtype=np.int64)
+    bit = [(x >> i) & 1 for i in range(x_bits)]
+    kept = np.zeros_like(x)
+    for i in range(x_bits):
+        for j in range(i, x_bits):
+            weight = 2 * i if i == j else i + j + 1  # the folded matrix: x_i^2 = x_i, 2 x_i x_j one column up
+            if weight >= k:
+                kept += (bit[i] & bit[j]) << weight
+    assert (interpolator.truncated_square(x, k) == kept >> k).all()
+
+
+def test_the_model_loads_no_measured_table():
+    code = ("import sys, numpy as np; from oracles import numpy_model as m; "
+            "x = np.linspace(-200, 200, 4096, dtype=np.float32); "
+            "m.sigmoid_f32(x); m.div_full_f32(x, x); m.ex2_approx_f32(x); "
+            "print(sorted(n for n in sys.modules if n.startswith('oracles.mufu')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
+    assert out.strip() == "['oracles.mufu', 'oracles.mufu.interpolator']"
 
 
 def _f32(bits):

@@ -1,8 +1,10 @@
-"""Measure the MUFU tables, record the hardware sample, and prove the model over every input (GPU).
+"""Measure the MUFU tables, fit the model's coefficients, record the hardware sample, prove the model (GPU).
 
     python -m oracles.mufu measure [--check]   tables + special values -> data/mufu-tables.{bin,json}
+    python -m oracles.mufu fit [--check]       (CPU) coefficients from the tables -> data/mufu-coefficients.json
     python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
-    python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs -> data/exhaustive-proof.json
+    python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs, and the model's GPU
+                                                 sigmoid throughput -> data/exhaustive-proof.json
 
 Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without .git).
 """
@@ -17,8 +19,7 @@ import time
 import numpy as np
 import torch
 
-from oracles.mufu import hardware, sample, tables
-from oracles.mufu.baseline import TABLE_SIZE
+from oracles.mufu import fit, hardware, interpolator, sample, tables
 
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
@@ -53,13 +54,8 @@ def _unary_hw(name, bits):
 
 
 def _measure_tables():
-    f = np.arange(TABLE_SIZE, dtype=np.uint32)
-    fraction = (f.astype(np.float64) / TABLE_SIZE).astype(np.float32)  # exact: f < 2^23
-    return {
-        "ex2_pos": _unary_hw("ex2_approx_ftz_f32", fraction.view(np.uint32)),
-        "ex2_neg": _unary_hw("ex2_approx_ftz_f32", (-fraction).view(np.uint32)),
-        "rcp": _unary_hw("rcp_approx_ftz_f32", f | np.uint32(0x3F800000)),
-    }
+    unit = {"ex2_pos": "ex2_approx_ftz_f32", "ex2_neg": "ex2_approx_ftz_f32", "rcp": "rcp_approx_ftz_f32"}
+    return {name: _unary_hw(unit[name], bits) for name, bits in tables.inputs().items()}
 
 
 def _classes():
@@ -205,21 +201,44 @@ def _pair_chunk(first_exponent, generator):
     return make(0, exp_a.expand(shape)), make(1, exp_b.expand(shape))
 
 
-MODEL_SOURCES = ("oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py", "oracles/mufu/tables.py",
-                 "oracles/mufu/baseline.py")
+MODEL_SOURCES = ("oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py", "oracles/mufu/interpolator.py",
+                 "oracles/mufu/data/mufu-coefficients.json")
 
 
 def model_source_sha256():
-    """sha256 over the source files of the primitive model, so a proof is tied to the code it proved."""
+    """sha256 over the primitive model's sources and coefficients, so a proof is tied to the model it proved."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     return tables.sha256(b"".join((root / name).read_bytes() for name in MODEL_SOURCES))
 
 
+_THROUGHPUT_ELEMENTS = 1 << 28
+_THROUGHPUT_RUNS = 5
+
+
+def sigmoid_throughput(model):
+    """The model's sigmoid_f32 on this GPU through torch: best of several CUDA-synchronised runs."""
+    generator = torch.Generator(device=DEVICE).manual_seed(20261201)
+    x = torch.randn(_THROUGHPUT_ELEMENTS, device=DEVICE, generator=generator) * 10
+    model.sigmoid_f32(x[:1024])  # moves the coefficients to the device
+    best = float("inf")
+    for _ in range(_THROUGHPUT_RUNS):
+        _synchronize()
+        start = time.perf_counter()
+        model.sigmoid_f32(x)
+        _synchronize()
+        best = min(best, time.perf_counter() - start)
+    return {"elements": _THROUGHPUT_ELEMENTS, "runs": _THROUGHPUT_RUNS, "best_seconds": round(best, 4),
+            "elements_per_second": round(_THROUGHPUT_ELEMENTS / best), "input": "float32 normal(0, 10)"}
+
+
 def prove():
     from oracles import numpy_model as model
 
+    throughput = sigmoid_throughput(model)
+    print(f"sigmoid_f32 model on the GPU: {throughput['elements_per_second']:,} elements/s "
+          f"(best of {throughput['runs']} runs over {throughput['elements']:,})", flush=True)
     results = {}
     for name in ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32"):
         results[name] = _sweep_unary(getattr(model, name), lambda x, name=name: hardware.unary(name, x))
@@ -239,7 +258,9 @@ def prove():
     results["div_full_f32(x, y) exponent pairs"] = tally.result()
     print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
     record = {"provenance": _provenance(), "table_data_sha256": tables.read_provenance()["data_sha256"],
+              "coefficients_tables_sha256": interpolator.read()["tables_sha256"],
               "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
+              "sigmoid_f32_model_throughput": throughput,
               "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
                           "is compared bit for bit", "results": results}
     PROOF_FILE.write_text(json.dumps(record, indent=1) + "\n")
@@ -252,9 +273,13 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("measure", help="measure the tables on this GPU")
     p.add_argument("--check", action="store_true", help="re-measure and compare with the stored data byte for byte")
+    p = sub.add_parser("fit", help="derive the model's coefficients from the measured tables (CPU)")
+    p.add_argument("--check", action="store_true", help="re-derive and compare with the stored file byte for byte")
     sub.add_parser("record-sample", help="record the hardware outputs of the stratified sample")
-    sub.add_parser("prove", help="compare the model with the hardware over every input")
+    sub.add_parser("prove", help="compare the model with the hardware over every input; time its GPU sigmoid")
     args = parser.parse_args(argv)
+    if args.command == "fit":
+        return fit.main(args.check)
     if not torch.cuda.is_available():
         parser.error("needs a CUDA device")
     DATA.mkdir(parents=True, exist_ok=True)

@@ -86,6 +86,14 @@ def decode(data, meta):
     return tables
 
 
+def inputs():
+    """{name: uint32 float32 bits}: the inputs whose MUFU outputs each table holds, entry f at index f."""
+    f = np.arange(TABLE_SIZE, dtype=np.uint32)
+    fraction = (f.astype(np.float64) / TABLE_SIZE).astype(np.float32)  # exact: f < 2^23
+    return {"ex2_pos": fraction.view(np.uint32), "ex2_neg": (-fraction).view(np.uint32),
+            "rcp": f | np.uint32(0x3F800000)}
+
+
 def read_provenance():
     """The provenance record, or FileNotFoundError with how to make it."""
     if not PROVENANCE_FILE.exists():

@@ -45,11 +45,30 @@ def i32(xp, like, value):
 
 
 def truncate_to_i32(x):
-    """float32 ``x`` converted to int32 toward zero (finite inputs within int32 range)."""
+    """``x`` converted to int32: float32 toward zero, int64 as is (finite inputs within int32 range)."""
     xp = namespace(x)
     return x.astype(np.int32) if xp is np else x.to(xp.int32)
 
 
+def i64(i):
+    """int32 ``i`` widened to int64 (NumPy's gathers index with int64 without converting it again)."""
+    return i.astype(np.int64) if namespace(i) is np else i.to(namespace(i).int64)
+
+
+def nowhere(cond):
+    """True for a NumPy boolean array that is false everywhere; False for torch, so the GPU runs every branch.
+
+    The model uses it to skip work on the common path of a NumPy block: special inputs are rare.
+    """
+    return isinstance(cond, np.ndarray) and not cond.any()
+
+
+def select(cond, a, b):
+    """where(cond, a, b), returning ``b`` itself where ``nowhere(cond)``; ``b`` has the result's shape and dtype."""
+    return b if nowhere(cond) else namespace(b).where(cond, a, b)
+
+
 def take(table, index):
-    """table[index] for a 1-D table and an int32 index array of the same library."""
-    return np.take(table, index) if isinstance(table, np.ndarray) else table[index]
+    """table[index] for a 1-D table and an int32 index array of the same library, every index in range
+    (NumPy's bounds-checking mode costs more than the gather)."""
+    return np.take(table, index, mode="clip") if isinstance(table, np.ndarray) else table[index]

@@ -2,25 +2,31 @@
 
 FADD and FMUL are IEEE binary32 round-to-nearest-even with subnormals kept; NumPy float32 computes the same
 value, and every NaN the H200 writes has the one canonical pattern measured with the tables. MUFU.EX2 and
-MUFU.RCP are modelled by tables measured on the H200 (``oracles.mufu``) and the SASS around them
-(``../shared/hardware-facts.md`` section 2). Arrays in, arrays out; the same code runs on torch tensors.
+MUFU.RCP are quadratic interpolators whose coefficients were derived from tables measured on the H200
+(``oracles.mufu.interpolator``), wrapped in the SASS around them (``../shared/hardware-facts.md`` section 2).
+Arrays in, arrays out; the same code runs on torch tensors.
 """
 
 import functools
 
 import numpy as np
 
-from oracles.mufu import tables as mufu_tables
-from oracles.numpy_model._xp import bits, floats, i32, namespace, require_f32, take, truncate_to_i32
+from oracles.mufu import interpolator
+from oracles.numpy_model._xp import (bits, floats, i32, i64, namespace, nowhere, require_f32, select, take,
+                                    truncate_to_i32)
 
 LOG2E = 0x3FB8AA3B  # float32 log2(e), Triton's constant in tl.sigmoid
 ONE = 0x3F800000
 _SIGN = -0x80000000
 _ABS = 0x7FFFFFFF
 _FRACTION = 0x007FFFFF
-_TABLE_SIZE = _FRACTION + 1
 _INF_EXPONENT = 0xFF
 _INF_BITS = _INF_EXPONENT << 23
+_SMALLEST_NORMAL = 1 << 23
+# The float32 bits of an interpolator's result are R + (base exponent << 23) (interpolator.RESULT_BASE);
+# scaling it by 2^n adds n to that exponent.
+_EX2_BASE_EXPONENT = interpolator.RESULT_BASE["ex2"] >> 23
+_RCP_BASE_EXPONENT = interpolator.RESULT_BASE["rcp"] >> 23
 _HALF = 0x3F000000
 _EX2_CLAMP = 255.0
 _TWO_TO_23 = 8388608.0
@@ -31,25 +37,31 @@ _QUARTER = 0x3E800000
 _TWO_TO_24 = 0x4B800000
 
 
-_BLOCK = 1 << 14  # elements per pass over NumPy arrays, so the temporaries stay in the core's cache
+_BLOCK = 1 << 16  # elements per pass over NumPy arrays: few enough Python calls per element, temporaries in cache
 
 
 @functools.lru_cache(maxsize=None)
-def _tables_on(xp, device):
-    """The measured tables as int32 arrays of library ``xp`` (on ``device`` for torch).
-
-    "ex2" holds the t >= 0 table followed by the t < 0 one, so one gather serves both signs.
-    """
-    tables, specials = mufu_tables.load()
-    joined = {"ex2": np.concatenate([tables["ex2_pos"], tables["ex2_neg"]]).view(np.int32),
-              "rcp": tables["rcp"].view(np.int32)}
+def _units_on(xp, device):
+    """The interpolators' coefficients and squarer tables as int64 arrays of ``xp`` (on ``device`` for torch),
+    and the canonical NaN bits."""
+    units, nan = interpolator.load()
     if xp is not np:
-        joined = {name: xp.from_numpy(t).to(device) for name, t in joined.items()}
-    return joined, specials
+        units = {name: {key: xp.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
+                        for key, v in unit.items()} for name, unit in units.items()}
+    return units, nan
 
 
-def _tables(x):
-    return _tables_on(namespace(x), getattr(x, "device", None))
+def _units(x):
+    return _units_on(namespace(x), getattr(x, "device", None))
+
+
+def _interpolate(unit, f):
+    """R = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT for int32 fractions ``f`` (oracles.mufu.interpolator)."""
+    f = i64(f)
+    segment, x = f >> unit["x_bits"], f & ((1 << unit["x_bits"]) - 1)
+    acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
+        unit["square"], x)
+    return truncate_to_i32(acc >> interpolator.RESULT_SHIFT)
 
 
 def _f32(x, value_bits):
@@ -85,11 +97,7 @@ def _public(kernel):
 
 def _canonical_nan(r):
     """``r`` with every NaN replaced by the pattern the H200 writes."""
-    xp = namespace(r)
-    is_nan = r != r
-    if xp is np and not is_nan.any():
-        return r
-    return xp.where(is_nan, _f32(r, _tables(r)[1]["nan"]), r)
+    return select(r != r, _f32(r, _units(r)[1]), r)
 
 
 def _add_rn(a, b):
@@ -103,46 +111,55 @@ def _mul_rn(a, b):
 
 
 def _ex2_approx_ftz_f32(t):
-    """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point, one measured table per sign."""
+    """MUFU.EX2 (ex2.approx.ftz.f32): sign-magnitude fixed point n + f / 2^23; for t < 0 and f > 0,
+    2^-(n + f / 2^23) is 2^-(n + 1) times the interpolator at the one's complement of f (f's 23 bits inverted)."""
     xp = namespace(t)
-    (table, specials), b = _tables(t), bits(t)
+    (units, nan), b = _units(t), bits(t)
     sign = b >> 31  # 0 or -1
     # floor(|t| * 2^23): |t| clamped to 255 (every |t| >= 128 saturates), scaled exactly, truncated.
     fixed = truncate_to_i32(xp.clip(xp.abs(t), 0.0, _EX2_CLAMP) * _TWO_TO_23)
-    e = take(table["ex2"], (fixed & _FRACTION) | (sign & _TABLE_SIZE))
-    n = ((fixed >> 23) ^ sign) - sign  # the integer part, negative for t < 0
+    f = fixed & _FRACTION
+    complement = sign & ((-f) >> 31)  # -1 where t < 0 and f > 0, else 0
+    e = _interpolate(units["ex2"], f ^ (complement & _FRACTION)) + (complement << 23)
+    n = ((fixed >> 23) ^ sign) - sign + _EX2_BASE_EXPONENT  # the integer part, negative for t < 0, + base
     exponent = (e >> 23) + n
-    result = xp.where(exponent <= 0, 0, xp.where(exponent >= _INF_EXPONENT, i32(xp, b, _INF_BITS), e + (n << 23)))
-    return floats(xp.where((b & _ABS) > _INF_BITS, specials["nan"], result))
+    result = e + (n << 23)
+    result = select(exponent <= 0, 0, select(exponent >= _INF_EXPONENT, i32(xp, b, _INF_BITS), result))
+    return floats(select((b & _ABS) > _INF_BITS, nan, result))
 
 
 def _ex2_approx_f32(t):
     """ex2.approx.f32: below -126, MUFU.EX2 of t * 0.5 squared by an FMUL, so subnormal results survive."""
-    xp = namespace(t)
     low = t < _EX2_HALVING_THRESHOLD
-    e = _ex2_approx_ftz_f32(xp.where(low, _mul_rn(t, _f32(t, _HALF)), t))
-    return xp.where(low, _mul_rn(e, e), e)
+    if nowhere(low):
+        return _ex2_approx_ftz_f32(t)
+    e = _ex2_approx_ftz_f32(namespace(t).where(low, _mul_rn(t, _f32(t, _HALF)), t))
+    return namespace(t).where(low, _mul_rn(e, e), e)
 
 
 def _rcp_approx_ftz_f32(y):
-    """MUFU.RCP (rcp.approx.ftz.f32): measured significand table, exponent negated, results below 2^-126 flushed."""
+    """MUFU.RCP (rcp.approx.ftz.f32): the interpolated significand, exponent negated, results below 2^-126 flushed."""
     xp = namespace(y)
-    (table, specials), b = _tables(y), bits(y)
+    (units, nan), b = _units(y), bits(y)
     magnitude = b & _ABS
     exponent = magnitude >> 23
-    r = take(table["rcp"], b & _FRACTION)
-    result_exponent = (r >> 23) + 127 - exponent  # <= 0 for infinite y too
-    result = xp.where(result_exponent <= 0, 0, (r & _FRACTION) | (result_exponent << 23))
-    result = xp.where(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
-    return floats(xp.where(magnitude > _INF_BITS, specials["nan"], result))
+    # The significand's bits scaled by 2^(127 - exponent); a result exponent <= 0 (y infinite too) leaves
+    # bits below 2^23: flushed.
+    result = _interpolate(units["rcp"], b & _FRACTION) + ((_RCP_BASE_EXPONENT + 127 - exponent) << 23)
+    result = select(result < _SMALLEST_NORMAL, 0, result)
+    result = select(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
+    return floats(select(magnitude > _INF_BITS, nan, result))
 
 
 def _div_full_f32(x, y):
     """div.full.f32: x and y scaled by 0.25 when |y| > 2^126, by 2^24 when |y| < 2^-126, then MUFU.RCP(y') * x'."""
     xp = namespace(y)
     magnitude = xp.abs(y)
-    k = floats(xp.where(magnitude > _RANGE_HIGH, _QUARTER,
-                        xp.where(magnitude < _RANGE_LOW, i32(xp, y, _TWO_TO_24), ONE)))
+    high, low = magnitude > _RANGE_HIGH, magnitude < _RANGE_LOW
+    if nowhere(high) and nowhere(low):
+        # k = 1: y * 1 and x * 1 change no bits but a NaN's, and the final product writes the canonical NaN.
+        return _mul_rn(_rcp_approx_ftz_f32(y), x)
+    k = floats(xp.where(high, _QUARTER, xp.where(low, i32(xp, y, _TWO_TO_24), ONE)))
     return _mul_rn(_rcp_approx_ftz_f32(_mul_rn(y, k)), _mul_rn(x, k))
 
 
