@@ -5,7 +5,6 @@ is caught within 10^6 rows and its case file replays, runs resume and shard over
 counts, and the summary adds up."""
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from properties.soak import bulk, dist
 from properties.soak.__main__ import main
 from properties.soak.compare import ModelMismatch, cross_check, disagreeing_problems
 from properties.soak.engine import Config, run
-from properties.soak.impls import BatchOutputs, PlantedFault, run_model
+from properties.soak.impls import BatchOutputs, run_model
 from properties.soak.plan import Space, make_batch, make_plan, metadata_stride
 from properties.strategies import DIV_FULL_SCALING_REACH, EX2_OVERFLOW_EDGE, GENERATORS, SATURATED_SCORE_EDGE
 
@@ -250,4 +249,17 @@ def test_the_worker_environment_keeps_multicast_off():
     env = dist.worker_env({"NCCL_NVLS_ENABLE": "1"})
     assert env["NCCL_NVLS_ENABLE"] == "0" and env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
     assert env["NVSHMEM_DISABLE_NVLS"] == "1"
-    assert math.isclose(len(PlantedFault("writes_the_guard").name), len("fault-writes_the_guard"))
+
+
+def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, capsys):
+    summary = tmp_path / "chunks.json"
+    args = ["--device", "cpu", "--no-progress", "--b", "2", "--problems", "8", "--failures-dir", str(tmp_path),
+            "--resume", str(summary), "--rows", "48"]
+    assert main(args + ["--seconds", "0"]) == 0  # one batch per chunk
+    first = json.loads(summary.read_text())
+    assert first["next_offset"] == 1 and not first["done"]
+    while not json.loads(summary.read_text())["done"]:
+        assert main(args + ["--seconds", "0"]) == 0
+    done = json.loads(summary.read_text())
+    assert done["next_offset"] == 3 and len(done["chunks"]) == 3 and done["tally"]["rows"] == 48
+    assert main(args) == 0 and "done, 48 rows of 48" in capsys.readouterr().out

@@ -1,7 +1,7 @@
 """Soak: many rows of drawn edge cases, every implementation against the model on the device, bit for bit.
 
     python -m properties.soak --rows 1e9 [--seconds S] [--seed N] [--offset N] [--impl cute triton ...]
-    python -m properties.soak --resume reports/soak.json --seconds 450     (continue a run in chunks)
+    python -m properties.soak --resume S.json --rows 3e8 --seconds 420     (the same command, again, until done)
     python -m properties.soak --fault ties_to_highest_index --rows 1e6     (a planted fault, any machine)
     python -m properties.soak --bench [--b 1 8]                            (rows/s per variant and b)
     torchrun --standalone --nproc-per-node=gpu -m properties.soak ...      (one rank per GPU)
@@ -44,7 +44,8 @@ def parser():
     p.add_argument("--seconds", type=float, help="stop after this many seconds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--offset", type=int, default=0, help="first batch index (resume from a summary's next_offset)")
-    p.add_argument("--resume", type=Path, help="continue the run of this summary: its seed, space, offset, counts")
+    p.add_argument("--resume", type=Path, help="continue the run of this summary (its seed, space, offset and "
+                   "counts) and update it; where it does not exist yet, start the run and write it there")
     p.add_argument("--impl", nargs="*", choices=GPU_NAMES, help="implementations under test (default: all three "
                    "on a GPU, none on a CPU)")
     p.add_argument("--fault", nargs="*", default=[], choices=sorted(FAULTS), help="planted faults to run as well")
@@ -82,7 +83,7 @@ def _config(args, ctx):
     if ctx.device.type != "cuda" and impls:
         raise ValueError(f"--impl {' '.join(impls)} needs a CUDA device; this run is on {ctx.device}")
     previous, seed, offset, space = None, args.seed, args.offset, _space(args)
-    if args.resume:
+    if args.resume and args.resume.exists():
         previous = read_summary(args.resume)
         seed, offset = previous["seed"], previous["next_offset"]
         space = Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in previous["space"].items()})
@@ -116,6 +117,10 @@ def main(argv=None):
             config = _config(args, ctx)
         except (ValueError, OSError, KeyError) as exc:
             p.error(str(exc))
+        if config.previous and config.rows is not None and config.previous["tally"]["rows"] >= config.rows:
+            if ctx.leader:
+                print(f"{args.resume}: done, {config.previous['tally']['rows']} rows of {config.rows}")
+            return 0
         summary = run(config, ctx)
         if ctx.leader:
             path = write_summary(args.summary or args.resume or DEFAULT_SUMMARY, summary)

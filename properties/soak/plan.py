@@ -43,7 +43,7 @@ class Space:
     tiles: tuple | None = None
     families: tuple = bulk.FAMILIES
     problems: int = 8192
-    plan_batches: int = 64
+    plan_batches: int = 128
 
     def __post_init__(self):
         def fail(name, contract, got):
