@@ -10,6 +10,8 @@ from kernel.layout import (
     META_CTA_BATCH,
     META_CTA_LIMIT,
     META_EXPANDED_TO_PERMUTED,
+    META_NUM_CTAS,
+    META_PADDED_TOKENS,
     META_PERMUTED_TO_TOKEN,
     ROUTES,
     TOP_K,

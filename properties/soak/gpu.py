@@ -4,8 +4,7 @@ the plan; outputs start poisoned each batch. Small batches (minimisation) launch
 
 - "cute": the CuTe kernel ``kernel.routing.route`` (ids, weights and metadata in one launch);
 - "triton": the Triton oracle ``fused_musespark1x_routing`` (ids, weights);
-- "flashinfer": FlashInfer's routingIndicesDynBlockKernel on the reference's ids (metadata), writing
-  straight into the metadata layout through views.
+- "flashinfer": FlashInfer's routingIndicesDynBlockKernel on the reference's ids (metadata).
 """
 
 import numpy as np
@@ -18,6 +17,8 @@ from properties.soak.adapter import (
     META_CTA_BATCH,
     META_CTA_LIMIT,
     META_EXPANDED_TO_PERMUTED,
+    META_NUM_CTAS,
+    META_PADDED_TOKENS,
     META_PERMUTED_TO_TOKEN,
     METADATA_POISON,
     ROUTES,
@@ -34,24 +35,25 @@ EAGER_BELOW = 16  # problems: fewer are launched without a graph
 class _Launches:
     """Static buffers of one plan and the graph of its per-problem launches."""
 
-    def __init__(self, plan, device, launch, with_metadata, reads_ids):
+    def __init__(self, plan, device, impl):
         p, b = plan.problems, plan.b
-        self.plan, self.launch = plan, launch
+        self.plan, self.launch = plan, impl.launch
         self.logits = torch.empty((p, b, EXPERTS), dtype=torch.float32, device=device)
         self.bias = torch.empty((p, EXPERTS), dtype=torch.float32, device=device)
-        self.ref_ids = torch.empty((p, b, TOP_K), dtype=torch.int32, device=device) if reads_ids else None
+        self.ref_ids = torch.empty((p, b, TOP_K), dtype=torch.int32, device=device) if impl.reads_ids else None
         self.ids = torch.empty((p, b, TOP_K), dtype=torch.int32, device=device)
         self.weights = torch.empty((p, b, TOP_K), dtype=torch.float32, device=device)
         self.metadata = None
-        if with_metadata and plan.tile_n is not None:
+        if impl.with_metadata and plan.tile_n is not None:
             self.metadata = torch.empty((p, metadata_stride(plan.tile_n)), dtype=torch.int32, device=device)
+        self.scratch = impl.scratch(plan, device)
         self.graph = None
         if p >= EAGER_BELOW:
             self._poison()
             for renormalize in (False, True):  # each variant launched once outside capture: compiled, loaded
                 first = np.flatnonzero(plan.renormalize == renormalize)[:1]
                 if first.size:
-                    launch(self, int(first[0]))
+                    self.launch(self, int(first[0]))
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
                 self._launch_all()
@@ -59,8 +61,9 @@ class _Launches:
     def _poison(self):
         self.ids.fill_(IDS_POISON)
         self.weights.view(torch.int32).fill_(WEIGHT_POISON_BITS)
-        if self.metadata is not None:
-            self.metadata.fill_(METADATA_POISON)
+        for buffer in [self.metadata, *self.scratch.values()]:
+            if buffer is not None:
+                buffer.fill_(METADATA_POISON)
 
     def _launch_all(self):
         for problem in range(self.plan.problems):
@@ -89,15 +92,19 @@ class _Graphed:
 
     def run(self, batch, reference):
         state = self._current
-        if state is None or state.plan is not batch.plan:
+        if batch.plan.problems < EAGER_BELOW:  # a minimisation: the plan's graph stays
+            state = _Launches(batch.plan, self.device, self)
+        elif state is None or state.plan is not batch.plan:
             self._current = state = None  # free the previous graph first
-            state = _Launches(batch.plan, self.device, self._launch, self.with_metadata, self.reads_ids)
-            if batch.plan.problems >= EAGER_BELOW:
-                self._current = state
+            self._current = state = _Launches(batch.plan, self.device, self)
         state.run(batch, reference)
-        return self._outputs(state)
+        return self.outputs(state)
 
-    def _outputs(self, state):
+    def scratch(self, plan, device):
+        """Buffers of the implementation's own layout, poisoned with the metadata's poison each batch."""
+        return {}
+
+    def outputs(self, state):
         return BatchOutputs(state.ids, state.weights, state.metadata)
 
 
@@ -113,7 +120,7 @@ class Cute(_Graphed):
             for renormalize in (False, True):
                 routing.prepare(renormalize)
 
-    def _launch(self, state, p):
+    def launch(self, state, p):
         plan = state.plan
         args = (state.logits[p], state.bias[p], state.ids[p], state.weights[p], float(plan.scale[p]),
                 bool(plan.renormalize[p]))
@@ -134,18 +141,22 @@ class Triton(_Graphed):
         super().__init__(device)
         self._route = fused_musespark1x_routing
 
-    def _launch(self, state, p):
+    def launch(self, state, p):
         plan = state.plan
         self._route(state.logits[p], state.bias[p], renormalize=bool(plan.renormalize[p]),
                     routed_scaling_factor=float(plan.scale[p]), out_weights=state.weights[p], out_ids=state.ids[p])
 
-    def _outputs(self, state):
+    def outputs(self, state):
         return BatchOutputs(state.ids, state.weights, None)
 
 
 class FlashInfer(_Graphed):
+    """Outputs in FlashInfer's own buffers (one row per problem, each 16-byte aligned, as the oracle's
+    device_buffers allocates them), moved into the metadata layout after the launches as to_meta does."""
+
     name = "flashinfer"
     reads_ids = True
+    _SCALARS_ROW = 4  # the two sizes, in a row of 16 bytes
 
     def __init__(self, device):
         from oracles.flashinfer_routing import enqueue
@@ -158,17 +169,29 @@ class FlashInfer(_Graphed):
             return BatchOutputs(None, None, None)
         return super().run(batch, reference)
 
-    def _launch(self, state, p):
-        plan, meta = state.plan, state.metadata[p]
-        buffers = self._enqueue.DeviceBuffers(
-            state.ref_ids[p], meta[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + ROUTES],
-            meta[META_CTA_BATCH:META_CTA_BATCH + MAX_CTAS], meta[META_CTA_LIMIT:META_CTA_LIMIT + MAX_CTAS],
-            meta[META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * plan.tile_n],
-            meta[:self._enqueue.SCALARS], plan.tile_n)  # the two sizes are META_PADDED_TOKENS, META_NUM_CTAS
+    def scratch(self, plan, device):
+        if plan.tile_n is None:
+            return {}
+        sizes = {"expanded": ROUTES, "cta_batch": MAX_CTAS, "cta_limit": MAX_CTAS,
+                 "permuted": MAX_CTAS * plan.tile_n, "scalars": self._SCALARS_ROW}
+        return {name: torch.empty((plan.problems, n), dtype=torch.int32, device=device) for name, n in sizes.items()}
+
+    def launch(self, state, p):
+        plan, out = state.plan, state.scratch
+        buffers = self._enqueue.DeviceBuffers(state.ref_ids[p], out["expanded"][p], out["cta_batch"][p],
+                                              out["cta_limit"][p], out["permuted"][p],
+                                              out["scalars"][p, :self._enqueue.SCALARS], plan.tile_n)
         self._enqueue.enqueue(buffers, int(plan.offset[p]), int(plan.count[p]))
 
-    def _outputs(self, state):
-        return BatchOutputs(None, None, state.metadata)
+    def outputs(self, state):
+        meta, out, tile = state.metadata, state.scratch, state.plan.tile_n
+        meta[:, META_PADDED_TOKENS] = out["scalars"][:, 0]
+        meta[:, META_NUM_CTAS] = out["scalars"][:, 1]
+        meta[:, META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + ROUTES] = out["expanded"]
+        meta[:, META_CTA_BATCH:META_CTA_BATCH + MAX_CTAS] = out["cta_batch"]
+        meta[:, META_CTA_LIMIT:META_CTA_LIMIT + MAX_CTAS] = out["cta_limit"]
+        meta[:, META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * tile] = out["permuted"]
+        return BatchOutputs(None, None, meta)
 
 
 GPU_IMPLEMENTATIONS = {impl.name: impl for impl in (Cute, Triton, FlashInfer)}
