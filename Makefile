@@ -79,3 +79,12 @@ bench: $(STAMP) flashinfer-oracle
 .PHONY: mutants
 mutants: $(STAMP)
 	$(PY) -m properties.mutants $(MUTANTS_ARGS)
+
+# The soak engine (properties/soak/): drawn edge-case batches, every implementation against the model on the
+# device, bit for bit; case files of disagreements to corpora/failures/, summary JSON (reports/soak.json).
+# SOAK_ARGS e.g. "--rows 1e9", "--resume FILE --rows 3e8 --seconds 420", "--bench", "--fault ties_to_highest_index".
+# One rank per GPU: torchrun --standalone --nproc-per-node=gpu -m properties.soak $(SOAK_ARGS)
+.PHONY: soak
+SOAK_ARGS ?= --rows 1e9
+soak: $(STAMP) flashinfer-oracle
+	$(PY) -m properties.soak $(SOAK_ARGS)

@@ -4,6 +4,7 @@ import numpy as np
 
 from kernel.layout import (
     EXPERTS,
+    MAX_CTAS,
     MAX_TILE,
     MAX_TOKENS,
     META_CTA_BATCH,
@@ -15,6 +16,7 @@ from kernel.layout import (
     TOP_K,
     metadata_size,
 )
+from oracles.numpy_model._xp import namespace
 from oracles.numpy_model.primitives import add_rn, div_full_f32, mul_rn, sigmoid_f32
 
 ROUTER_EPS = np.float32(1e-15)  # bits 0x26901D7D
@@ -52,25 +54,82 @@ def route(logits, bias, scale, renormalize=True):
     """
     _check_float_array("logits", logits, "[b, 256]", 2)
     _check_float_array("bias", bias, "[256]", 1)
-    scale = _check_scale(scale)
-    rows = np.arange(logits.shape[0])
+    return route_rows(logits, bias, _check_scale(scale), bool(renormalize))
+
+
+def route_rows(logits, bias, scale, renormalize):
+    """``route`` without argument checks, on NumPy arrays or torch tensors (any device), row by row.
+
+    logits float32 [n, 256]; bias float32 [256] or [n, 256] (one per row); scale float32 [] or [n];
+    renormalize a bool or a bool array [n]. Returns (ids int32 [n, 8], weights float32 [n, 8]) of the
+    library of ``logits``.
+    """
+    xp = namespace(logits)
+    n = logits.shape[0]
     score = sigmoid_f32(logits)
-    choice = add_rn(score, np.broadcast_to(bias, score.shape))
-    taken = np.zeros(choice.shape, bool)
-    ids = np.empty((logits.shape[0], TOP_K), np.int32)
-    for k in range(TOP_K):
-        best = np.where(taken, -np.inf, choice).max(axis=1, keepdims=True)
-        pick = np.argmax((choice == best) & ~taken, axis=1)
-        ids[:, k] = pick
+    choice = add_rn(score, _broadcast(xp, bias, score.shape))
+    taken = xp.zeros(choice.shape, dtype=xp.bool_ if xp is np else xp.bool, **_on(logits))
+    rows = xp.arange(n, **_on(logits))
+    picks = []
+    for _ in range(TOP_K):
+        best = _row_max(xp, xp.where(taken, -np.inf, choice))
+        pick = _first_true(xp, (choice == best) & ~taken)
+        picks.append(pick)
         taken[rows, pick] = True
-    picked = np.take_along_axis(score, ids.astype(np.intp), axis=1)
-    if not renormalize:
-        return ids, mul_rn(picked, np.full_like(picked, scale))
-    total = np.zeros(len(rows), np.float32)
+    ids = _to_i32(xp, xp.stack(picks, 1))
+    picked = _take_rows(xp, score, ids)
+    scale = _broadcast(xp, scale, (n,))
+    scaled = None if renormalize is True else mul_rn(picked, _broadcast(xp, scale[:, None], picked.shape))
+    if renormalize is False:
+        return ids, scaled
+    total = xp.zeros(n, dtype=xp.float32, **_on(logits))
     for k in range(TOP_K):
         total = add_rn(total, picked[:, k])
-    inverse = div_full_f32(np.full_like(total, scale), add_rn(total, np.full_like(total, ROUTER_EPS)))
-    return ids, mul_rn(picked, np.repeat(inverse[:, None], TOP_K, axis=1))
+    inverse = div_full_f32(scale, add_rn(total, _broadcast(xp, _like(xp, ROUTER_EPS, logits), total.shape)))
+    renormalized = mul_rn(picked, _broadcast(xp, inverse[:, None], picked.shape))
+    if renormalize is True:
+        return ids, renormalized
+    return ids, xp.where(renormalize[:, None], renormalized, scaled)
+
+
+def _on(like):
+    """Keyword arguments placing a new array beside ``like`` (torch's device; nothing for NumPy)."""
+    return {} if isinstance(like, np.ndarray) else {"device": like.device}
+
+
+def _like(xp, value, like):
+    """NumPy scalar ``value`` as an array of ``like``'s library and device."""
+    return np.asarray(value) if xp is np else xp.tensor(value.item(), dtype=xp.float32, device=like.device)
+
+
+def _broadcast(xp, x, shape):
+    return np.broadcast_to(x, shape) if xp is np else x.expand(shape)
+
+
+def _row_max(xp, x):
+    return x.max(axis=1, keepdims=True) if xp is np else x.amax(dim=1, keepdim=True)
+
+
+def _first_true(xp, mask):
+    """Index of the first True of each row (argmax returns the first of equal maxima in both libraries)."""
+    return np.argmax(mask, axis=1) if xp is np else xp.argmax(mask.to(xp.uint8), dim=1)
+
+
+def _to_i32(xp, x):
+    return x.astype(np.int32) if xp is np else x.to(xp.int32)
+
+
+def _take_rows(xp, x, index):
+    """x[r, index[r, j]] for every row r and column j."""
+    return np.take_along_axis(x, index.astype(np.intp), axis=1) if xp is np else xp.gather(x, 1, index.long())
+
+
+def _cumsum_rows(xp, x):
+    return np.cumsum(x, axis=1) if xp is np else xp.cumsum(x, dim=1)
+
+
+def _nonzero(xp, mask):
+    return np.nonzero(mask) if xp is np else xp.nonzero(mask, as_tuple=True)
 
 
 def _check_int(name, value, low, high):
@@ -105,24 +164,46 @@ def routing_metadata(ids, local_expert_offset, num_local_experts, tile_n, fill=-
     count_local = _check_int("num_local_experts", num_local_experts, 0, EXPERTS - offset)
     tile = _check_int("tile_n", tile_n, 1, MAX_TILE)
     fill = _check_int("fill", fill, _INT32_MIN, _INT32_MAX)
-    out = np.full(metadata_size(tile), fill, np.int32)
-    routes = ids.reshape(-1)
-    out[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + routes.size] = -1
-    cta = 0
-    for local in range(count_local):
-        route_ids = np.flatnonzero(routes == offset + local)  # in token order: one route per token
-        if route_ids.size == 0:
-            continue
-        first_row = cta * tile
-        ctas = -(-route_ids.size // tile)
-        for i in range(cta, cta + ctas):
-            out[META_CTA_BATCH + i] = local
-            out[META_CTA_LIMIT + i] = min((i + 1) * tile, first_row + route_ids.size)
-        rows = META_PERMUTED_TO_TOKEN + first_row
-        out[rows:rows + route_ids.size] = route_ids // TOP_K
-        out[rows + route_ids.size:rows + ctas * tile] = -1
-        out[META_EXPANDED_TO_PERMUTED + route_ids] = first_row + np.arange(route_ids.size)
-        cta += ctas
-    out[META_PADDED_TOKENS] = cta * tile
-    out[META_NUM_CTAS] = cta
+    return metadata_rows(ids[None], np.array([offset]), np.array([count_local]), tile, fill)[0]
+
+
+def metadata_rows(ids, local_expert_offset, num_local_experts, tile_n, fill):
+    """``routing_metadata`` without argument checks, for p problems at once, on NumPy arrays or torch tensors.
+
+    ids int32 [p, b, 8]; local_expert_offset and num_local_experts integer arrays [p] of the same library and
+    device; tile_n and fill ints. Returns int32 [p, metadata_size(tile_n)].
+    """
+    xp = namespace(ids)
+    p, routes = ids.shape[0], ids.shape[1] * TOP_K
+    experts, ctas_max = xp.arange(EXPERTS, **_on(ids)), xp.arange(MAX_CTAS, **_on(ids))
+    expert_of_route = ids.reshape(p, routes)
+    local = expert_of_route - local_expert_offset[:, None]
+    is_local = (local >= 0) & (local < num_local_experts[:, None])
+    counts = (is_local[:, :, None] & (local[:, :, None] == experts)).sum(1)  # [p, 256] tokens per local expert
+    ctas = (counts + tile_n - 1) // tile_n
+    cta_end = _cumsum_rows(xp, ctas)
+    cta_first = cta_end - ctas
+    total = cta_end[:, -1:]
+    # A route's rank among the routes of its expert, in token order (each token holds an expert once).
+    order = xp.arange(routes, **_on(ids))
+    rank = ((expert_of_route[:, :, None] == expert_of_route[:, None, :]) & (order[None, :] < order[:, None])).sum(2)
+    local_index = xp.where(is_local, local, 0)
+    permuted = _take_rows(xp, cta_first, local_index) * tile_n + rank
+    out = xp.full((p, metadata_size(tile_n)), fill, dtype=xp.int32, **_on(ids))
+    out[:, META_PADDED_TOKENS] = _to_i32(xp, total[:, 0] * tile_n)
+    out[:, META_NUM_CTAS] = _to_i32(xp, total[:, 0])
+    out[:, META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + routes] = _to_i32(xp, xp.where(is_local, permuted, -1))
+    # CTA i belongs to the local expert whose CTAs start at or before i and end after it.
+    expert_of_cta = (cta_end[:, None, :] <= ctas_max[None, :, None]).sum(2)
+    owner = xp.where(ctas_max < total, expert_of_cta, 0)
+    limit = xp.minimum((ctas_max + 1) * tile_n,
+                       _take_rows(xp, cta_first, owner) * tile_n + _take_rows(xp, counts, owner))
+    cta_used = ctas_max < total
+    out[:, META_CTA_BATCH:META_CTA_BATCH + MAX_CTAS] = _to_i32(xp, xp.where(cta_used, expert_of_cta, fill))
+    out[:, META_CTA_LIMIT:META_CTA_LIMIT + MAX_CTAS] = _to_i32(xp, xp.where(cta_used, limit, fill))
+    padded_rows = xp.arange(MAX_CTAS * tile_n, **_on(ids))
+    out[:, META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * tile_n] = _to_i32(
+        xp, xp.where(padded_rows < total * tile_n, -1, fill))
+    problem, route = _nonzero(xp, is_local)
+    out[problem, META_PERMUTED_TO_TOKEN + permuted[problem, route]] = _to_i32(xp, route // TOP_K)
     return out

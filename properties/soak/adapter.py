@@ -1,0 +1,60 @@
+"""The soak engine's only doors into the rest of the harness: the case type, case files, the comparison's
+format, the catalog's edge-case names and constants, the poison values and the model. Re-point these imports
+when those modules move; nothing else in properties/soak imports them."""
+
+from kernel.layout import (
+    EXPERTS,
+    MAX_CTAS,
+    MAX_TILE,
+    MAX_TOKENS,
+    META_CTA_BATCH,
+    META_CTA_LIMIT,
+    META_EXPANDED_TO_PERMUTED,
+    META_NUM_CTAS,
+    META_PADDED_TOKENS,
+    META_PERMUTED_TO_TOKEN,
+    ROUTES,
+    TOP_K,
+    metadata_size,
+)
+from oracles.numpy_model import route as numpy_route
+from oracles.numpy_model import routing_metadata as numpy_routing_metadata
+from oracles.numpy_model.routing import metadata_rows, route_rows
+from properties import casefile
+from properties.cases import RoutingCase, f32
+from properties.differential import describe, disagreements
+from properties.implementations import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS, Outputs
+from properties.strategies import (
+    DENSITIES,
+    DIV_FULL_SCALING_INNER,
+    DIV_FULL_SCALING_REACH,
+    EX2_OVERFLOW_EDGE,
+    EX2_OVERFLOW_INNER,
+    FLT_MAX,
+    GENERATORS,
+    SATURATED_SCORE_EDGE,
+    SATURATED_SCORE_INNER,
+    SPECIAL_SCALES,
+    SPECIAL_TILES,
+    TESTFLOAT_EXPONENTS,
+    TESTFLOAT_SIGNIFICANDS,
+)
+
+CATALOG = tuple(GENERATORS)  # the edge-case names, in the catalog's order
+REFERENCE = "model"
+
+
+def save_case(directory, name, case, outputs, found, origin):
+    """Write a case file (casefile format) to ``directory/name``; returns its path."""
+    record = casefile.CaseFile(case, outputs, casefile.recording(outputs), origin, found)
+    return casefile.write(directory / name, record)
+
+
+def read_case(path):
+    """The CaseFile at ``path``."""
+    return casefile.read(path)
+
+
+def environment():
+    """GPU, driver, packages, commit and date of this process (the case files' provenance)."""
+    return casefile.environment()

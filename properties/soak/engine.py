@@ -1,0 +1,155 @@
+"""The soak loop: rank r of w runs batches offset + r, offset + w + r, ...; each batch is drawn on the
+device, run through the model and every implementation under test, compared bit for bit on the device and
+partly cross-checked against the NumPy model on the CPU. After each step the ranks sum their counts, decide
+together whether to stop, and hand any disagreements to rank 0, which writes them as case files."""
+
+import dataclasses
+import time
+from pathlib import Path
+
+from properties.soak import dist
+from properties.soak.adapter import REFERENCE, save_case
+from properties.soak.compare import ModelMismatch, cross_check, disagreeing_problems, sample
+from properties.soak.failures import failure
+from properties.soak.impls import Model, PlantedFault
+from properties.soak.plan import Space, make_batch, make_plan
+from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance
+
+SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreement is counted
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A soak run. ``rows``: stop once the run (with ``previous``) has this many rows; ``seconds``: stop after
+    this long; ``implementations``: names of properties.soak.gpu; ``faults``: planted faults (impls.FAULTS);
+    ``crosscheck``: problems per batch compared with the NumPy model; ``previous``: the summary resumed."""
+
+    seed: int = 0
+    offset: int = 0
+    rows: int | None = None
+    seconds: float | None = None
+    space: Space = Space()
+    implementations: tuple = ()
+    faults: tuple = ()
+    stop_on_failure: bool = False
+    minimise: bool = True
+    crosscheck: int = 4
+    max_case_files: int = 100
+    failures_dir: Path = Path("corpora/failures")
+    progress: bool = True
+    previous: dict | None = None
+
+
+def implementations(config, device):
+    """The implementations under test, built on ``device``."""
+    from properties.soak.gpu import GPU_IMPLEMENTATIONS
+
+    built = []
+    for name in config.implementations:
+        if name not in GPU_IMPLEMENTATIONS:
+            raise ValueError(f"implementation must be one of {sorted(GPU_IMPLEMENTATIONS)}, got {name!r}")
+        built.append(GPU_IMPLEMENTATIONS[name](device))
+    return built + [PlantedFault(fault) for fault in config.faults]
+
+
+class _Plans:
+    """The current plan, drawn once per plan index."""
+
+    def __init__(self, space, seed):
+        self.space, self.seed, self.plan = space, seed, None
+
+    def for_batch(self, index):
+        k = index // self.space.plan_batches
+        if self.plan is None or self.plan.index != k:
+            self.plan = make_plan(self.space, self.seed, k)
+        return self.plan
+
+
+def _saved(plan, bad):
+    """Up to SAVED_PER_BATCH of the disagreeing problems ``bad``, of as many families as possible."""
+    firsts = {}
+    for p in bad:
+        firsts.setdefault(plan.family_of(p), p)
+    return (list(firsts.values()) + [p for p in bad if p not in firsts.values()])[:SAVED_PER_BATCH]
+
+
+def _step(ctx, config, plans, reference, impls, index, tally):
+    """Run batch ``index``: (failures, model mismatch message or None)."""
+    batch = make_batch(plans.for_batch(index), index, ctx.device)
+    want = reference.run(batch)
+    found = []
+    for impl in impls:
+        got = impl.run(batch, want)
+        bad = disagreeing_problems(got, want)
+        tally.disagreements[impl.name] += len(bad)
+        found += [failure(impl, batch, want, got, p, ctx.rank, config.minimise) for p in _saved(batch.plan, bad)]
+    tally.add_plan_batch(batch.plan)
+    try:
+        tally.crosscheck_rows += cross_check(batch, want, sample(batch.plan.problems, config.crosscheck, index))
+    except ModelMismatch as exc:
+        return found, str(exc)
+    return found, None
+
+
+def _write(config, failures, written):
+    room = max(0, config.max_case_files - len(written))
+    return [str(save_case(config.failures_dir, f.name, f.case, f.outputs, f.found, f.origin)) for f in failures[:room]]
+
+
+def run(config, ctx):
+    """Run the soak on this rank; returns the summary (the same on every rank)."""
+    reference, impls = Model(), implementations(config, ctx.device)
+    previous = Tally.from_json(config.previous["tally"]) if config.previous else Tally()
+    plans, tally, written, mismatches = _Plans(config.space, config.seed), Tally(), [], []
+    done = previous.rows
+    progress = Progress(config.progress and ctx.leader, config.rows, done)
+    start, step = time.monotonic(), 0
+    stop = config.rows is not None and done >= config.rows
+    while not stop:
+        index = config.offset + step * ctx.world + ctx.rank
+        rows_before = tally.rows
+        found, mismatch = _step(ctx, config, plans, reference, impls, index, tally)
+        step += 1
+        out_of_time = config.seconds is not None and time.monotonic() - start >= config.seconds
+        rows, failures, timeouts, bad_model = dist.all_sum(
+            ctx, [tally.rows - rows_before, len(found), int(out_of_time), int(mismatch is not None)])
+        done += rows
+        if failures or bad_model:
+            gathered = dist.gather(ctx, (found, mismatch))
+            if ctx.leader:
+                written += _write(config, [f for fs, _ in gathered for f in fs], written)
+            mismatches += [m for _, m in gathered if m]
+        progress.update(rows, sum(tally.disagreements.values()))
+        stop = bool(timeouts or bad_model or (config.stop_on_failure and failures)
+                    or (config.rows is not None and done >= config.rows))
+    progress.close()
+    elapsed = time.monotonic() - start
+    totals = Tally()
+    for part in dist.gather(ctx, tally):
+        totals.merge(part)
+    devices = dist.gather(ctx, describe_device(ctx.device))
+    return _summary(config, ctx, totals, previous, elapsed, step, written, mismatches, devices, impls)
+
+
+def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches, devices, impls):
+    cumulative = Tally().merge(previous).merge(totals)
+    chunks = (config.previous or {}).get("chunks", []) + [{
+        "offset": config.offset, "next_offset": config.offset + steps * ctx.world, "rows": totals.rows,
+        "seconds": round(elapsed, 3), "rows_per_second": round(totals.rows / elapsed) if elapsed else None,
+        "world_size": ctx.world, "backend": ctx.backend, "devices": devices}]
+    return {
+        "format": SUMMARY_FORMAT,
+        "seed": config.seed,
+        "next_offset": config.offset + steps * ctx.world,
+        "target_rows": config.rows,
+        "done": config.rows is not None and cumulative.rows >= config.rows,
+        "space": dataclasses.asdict(config.space),
+        "reference": REFERENCE,
+        "implementations": [impl.name for impl in impls],
+        "this_run": {**chunks[-1], "tally": totals.to_json()},
+        "tally": cumulative.to_json(),
+        "case_files": (config.previous or {}).get("case_files", []) + written,
+        "model_mismatches": mismatches,
+        "chunks": chunks,
+        "provenance": provenance(devices),
+    }
