@@ -3,7 +3,8 @@
 Drawing 2,048 logits one by one costs about 50 µs each and overflows Hypothesis's per-example data, so a
 case is a background from a seeded NumPy generator (its seed drawn, so it shrinks to 0) with the values that
 matter drawn by Hypothesis on top: the planted ties, the boundary values, the edge-case pools (arrays of
-independent elements, ``fill=st.nothing()``). ``GENERATORS`` maps each edge case's name to its strategy.
+independent elements, ``fill=st.nothing()``). ``GENERATORS`` maps each edge case's name (from the catalog
+in properties/edge_cases.py) to its strategy.
 Every strategy also draws the parameters: b, scale, renormalize and the metadata request.
 """
 
@@ -11,15 +12,24 @@ import hypothesis.extra.numpy as hnp
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K
-from properties.cases import RoutingCase, f32, f32_bits
+from kernel.layout import EXPERTS, EXPERTS_PER_LANE, MAX_TILE, MAX_TOKENS, TOP_K
+from kernel.layout import WARP as LANES
+from properties.edge_cases import require
+from properties.engine.cases import RoutingCase
+from properties.floats import (
+    FLT_MAX_BITS,
+    MAX_SUBNORMAL,
+    MIN_NORMAL,
+    MIN_SUBNORMAL,
+    MINUS_INF,
+    PLUS_INF,
+    SIGN,
+    f32,
+    f32_bits,
+    random_non_nan,
+)
 
-FLT_MAX = float(np.finfo(np.float32).max)
-LANES = 32
-EXPERTS_PER_LANE = EXPERTS // LANES  # lane l of the kernel's warp holds experts 8l .. 8l+7
-_SIGN = 0x80000000
-_MIN_SUBNORMAL, _MAX_SUBNORMAL, _MIN_NORMAL = 0x00000001, 0x007FFFFF, 0x00800000
-_PLUS_INF, _MINUS_INF = 0x7F800000, 0xFF800000
+FLT_MAX = float(f32(FLT_MAX_BITS))
 _POOL_MAX = 8
 
 # How many experts of a row an edge case touches.
@@ -61,18 +71,18 @@ def _float_bits(low, high):
 
 def non_nan_bits():
     """Any float32 bit pattern but NaN: zeros, subnormals, normals, infinities of either sign."""
-    return st.integers(0, 2**32 - 1).filter(lambda u: (u & ~_SIGN) <= _PLUS_INF)
+    return st.integers(0, 2**32 - 1).filter(lambda u: (u & ~SIGN) <= PLUS_INF)
 
 
 def subnormal_bits():
     """A subnormal float32 of either sign."""
-    return st.builds(lambda sign, m: sign | m, st.sampled_from([0, _SIGN]), st.integers(_MIN_SUBNORMAL, _MAX_SUBNORMAL))
+    return st.builds(lambda sign, m: sign | m, st.sampled_from([0, SIGN]), st.integers(MIN_SUBNORMAL, MAX_SUBNORMAL))
 
 
 def special_bits():
     """Values at the edges of float32: zeros, subnormal and normal extremes, one, the largest, infinities."""
-    magnitudes = [0, _MIN_SUBNORMAL, _MAX_SUBNORMAL, _MIN_NORMAL, int(f32_bits(1.0)), 0x7F7FFFFF, _PLUS_INF]
-    return st.sampled_from([sign | m for m in magnitudes for sign in (0, _SIGN)])
+    magnitudes = [0, MIN_SUBNORMAL, MAX_SUBNORMAL, MIN_NORMAL, int(f32_bits(1.0)), FLT_MAX_BITS, PLUS_INF]
+    return st.sampled_from([sign | m for m in magnitudes for sign in (0, SIGN)])
 
 
 def any_value_bits():
@@ -124,7 +134,7 @@ def metadata_requests(draw, tile_strategy=None):
     return (tile, *draw(local_ranges(), label="local range"))
 
 
-SPECIAL_SCALES = (1.0, 2.5, 0.0, -0.0, -1.0, float(f32(_MIN_SUBNORMAL)), float(f32(_MAX_SUBNORMAL)), FLT_MAX)
+SPECIAL_SCALES = (1.0, 2.5, 0.0, -0.0, -1.0, float(f32(MIN_SUBNORMAL)), float(f32(MAX_SUBNORMAL)), FLT_MAX)
 
 
 def scales():
@@ -287,7 +297,7 @@ def subnormal_values(draw):
     b = draw(token_counts(), label="b")
     rng = _rng(draw)
     logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
-    numpy_subnormals = lambda rng, n: f32(rng.integers(_MIN_SUBNORMAL, _MAX_SUBNORMAL + 1, n) | (rng.integers(0, 2, n) << 31))
+    numpy_subnormals = lambda rng, n: f32(rng.integers(MIN_SUBNORMAL, MAX_SUBNORMAL + 1, n) | (rng.integers(0, 2, n) << 31))
     for r in range(b):
         _plant(draw, rng, logits[r], _count(draw, *DENSITIES), numpy_subnormals, subnormal_bits())
     _plant(draw, rng, bias, _count(draw, *DENSITIES), numpy_subnormals, subnormal_bits())
@@ -300,8 +310,8 @@ def signed_zeros(draw):
     b = draw(token_counts(), label="b")
     rng = _rng(draw)
     logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
-    both = _one_of(0, _SIGN)
-    zeros = st.sampled_from([0, _SIGN])
+    both = _one_of(0, SIGN)
+    zeros = st.sampled_from([0, SIGN])
     for r in range(b):
         _plant(draw, rng, logits[r], _count(draw, "some", "many", "most", "all"), both, zeros)
         logits[r, rng.choice(EXPERTS, 2, replace=False)] = [0.0, -0.0]
@@ -328,9 +338,9 @@ def infinite_logits(draw):
     b = draw(token_counts(), label="b")
     rng = _rng(draw)
     logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
-    infinities = _one_of(_PLUS_INF, _MINUS_INF)
+    infinities = _one_of(PLUS_INF, MINUS_INF)
     for r in range(b):
-        _plant(draw, rng, logits[r], _count(draw, *DENSITIES), infinities, st.sampled_from([_PLUS_INF, _MINUS_INF]))
+        _plant(draw, rng, logits[r], _count(draw, *DENSITIES), infinities, st.sampled_from([PLUS_INF, MINUS_INF]))
     return _case(draw, "infinite_logits", logits, bias)
 
 
@@ -381,21 +391,12 @@ def bias_dominates(draw):
     return _case(draw, "bias_dominates", logits, bias)
 
 
-def _random_non_nan(rng, shape):
-    bits = rng.integers(0, 2**32, shape, dtype=np.uint64).astype(np.uint32)
-    nan = (bits & ~np.uint32(_SIGN)) > _PLUS_INF
-    while nan.any():
-        bits[nan] = rng.integers(0, 2**32, int(nan.sum()), dtype=np.uint64).astype(np.uint32)
-        nan = (bits & ~np.uint32(_SIGN)) > _PLUS_INF
-    return f32(bits)
-
-
 @st.composite
 def random_bits(draw):
     """Logits and bias of uniformly random non-NaN bit patterns."""
     b = draw(token_counts(), label="b")
     rng = _rng(draw)
-    return _case(draw, "random_bits", _random_non_nan(rng, (b, EXPERTS)), _random_non_nan(rng, EXPERTS))
+    return _case(draw, "random_bits", random_non_nan(rng, (b, EXPERTS)), random_non_nan(rng, EXPERTS))
 
 
 def _testfloat(rng, shape):
@@ -468,6 +469,9 @@ GENERATORS = {
     "weight_overflow": weight_overflow(),
     "shared_experts": shared_experts(),
 }
+
+
+require(GENERATORS, "properties/strategies.py")
 
 
 def any_case():

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 import oracles.numpy_model as model
 from kernel.layout import EXPERTS, TOP_K, metadata_size
 from oracles.numpy_model.primitives import LOG2E
-from properties import casefile
-from properties.cases import f32, f32_bits
+from properties.engine import casefile
 from properties.corpus import draw_cases
-from properties.implementations import METADATA_POISON, run_all
+from properties.engine.implementations import run_all
+from properties.engine.poison import METADATA_POISON
+from properties.floats import f32, f32_bits
 from properties.invariants import metadata_violations
 from properties.strategies import (
     EXPERTS_PER_LANE,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import triton
 
-from oracles.ptx_float_ops import LEAF, expression, expression_roots, float_immediate, float_ops
+from oracles.ptx.float_ops import LEAF, expression, expression_roots, float_immediate, float_ops
 from oracles.triton_codegen import compile_ptx, compile_sass
 from oracles.triton_routing import N_EXPERTS, NUM_WARPS, ROUTER_SCORE_DIVISION_EPS, TOP_K
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from oracles.ptx_float_ops import float_ops, parse_instructions
+from oracles.ptx.float_ops import float_ops
+from oracles.ptx.reader import instructions
 from oracles.triton_codegen import compile_ptx
 from oracles.triton_routing import fused_musespark1x_routing, launch
 from properties.families import N_EXPERTS, TOP_K, batches, families, from_bits, pooled_rows
@@ -176,7 +177,7 @@ def test_launched_kernel_is_the_one_checked_on_cpu(renormalize):
     call = StaticCall(1, renormalize)
     kernel = launch(call.logits, call.bias, call.weights, call.ids, GRAPH_SCALE, renormalize)
     launched, ahead_of_time = kernel.asm["ptx"], compile_ptx(renormalize)
-    assert [i.opcode for i in parse_instructions(launched)] == [i.opcode for i in parse_instructions(ahead_of_time)]
+    assert [i.opcode for i in instructions(launched)] == [i.opcode for i in instructions(ahead_of_time)]
     assert float_ops(launched) == float_ops(ahead_of_time)
 
 

@@ -8,15 +8,14 @@ Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the 
 """
 
 import argparse
-import datetime
 import json
-import os
 import sys
 import time
 
 import numpy as np
 import torch
 
+from oracles import provenance
 from oracles.mufu import hardware, sample, tables
 from oracles.mufu.baseline import TABLE_SIZE
 
@@ -34,10 +33,7 @@ def _synchronize():
 
 
 def _provenance():
-    prov = hardware.describe()
-    prov["commit"] = os.environ.get("GIT_COMMIT", "unknown")
-    prov["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return prov
+    return {**provenance.gpu(), "commit": provenance.commit(), "date": provenance.utc_now()}
 
 
 def _cuda_bits(bits):
