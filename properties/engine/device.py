@@ -93,6 +93,11 @@ class Buffers:
         return [describe(d) for d in found]
 
 
+def report(case, lines):
+    """A failure report: the case, then its mismatch lines."""
+    return "\n".join([case.describe()] + ["  " + line for line in lines])
+
+
 def buffers(case, device=None, row_stride=EXPERTS):
     """Poisoned buffers for ``case`` on ``device`` (default ``target()``), logits rows ``row_stride`` apart."""
     device = target() if device is None else device
