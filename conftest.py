@@ -43,6 +43,7 @@ GROUPS = (
     ("tests/test_mutants", "mutants"),
     ("tests/test_bundle", "gpu bundle"),
     ("tests/test_bench", "benchmark"),
+    ("tests/test_layers", "layering"),
 )
 _gate = {}
 

@@ -1,24 +1,13 @@
-"""`make mutants`: edit the real kernel's source in known-wrong ways and show that `make verify`'s checks
-catch every edit.
-
-    python -m properties.mutants [--tier cpu|gpu|auto] [--only NAME ...] [--all] [--jobs N] [--report PATH]
-    python -m properties.mutants replay [PATH ...]      (default: every file in corpora/mutants/)
+"""The mutant catalog: edits of the real kernel's source in known-wrong ways that `make verify`'s checks must
+catch, and the making of an edited copy.
 
 A mutant is a list of exact source edits (old text -> new text) to kernel/routing.py or kernel/primitives.py.
 Nothing is kept as a copy of the kernel: each mutant is made at run time by copying the ``kernel`` package
-into a fresh folder, applying its edits (an edit whose old text does not occur exactly once stops the run:
-a refactor of the kernel must not silently disarm a mutant), and running the checks in a subprocess whose
-PYTHONPATH puts that folder first (the subprocess verifies that it imported the edited copy) with a DSL cache
-of its own. The unedited kernel goes through the same path and must pass, so no kill is vacuous.
-
-Tiers (properties/mutant_probe.py): "static" compiles every variant for sm_90a and runs
-kernel/codegen_checks.py (any CPU); "differential" routes the adversarial row families on the GPU against the
-NumPy model and, at the first mismatch, minimises the case and saves it to corpora/mutants/<mutant>.json (a
-case file of properties/casefile.py, the mutant's outputs recorded as "mutant:<name>").
-A mutant declares the tiers expected to kill it; every declared tier must kill it. ``--tier cpu`` runs the
-static tier on the mutants that declare it (``--all``: on every mutant); ``--tier gpu`` runs both tiers on
-every mutant. A mutant that no output can show (ex2's .ftz inside the sigmoid, an fma with a -0.0 addend) is
-declared static only.
+into a fresh folder and applying its edits (an edit whose old text does not occur exactly once stops the run:
+a refactor of the kernel must not silently disarm a mutant). A mutant declares the tiers expected to kill it
+(properties/mutants/probe.py: "static" runs the codegen checks on any CPU, "differential" routes the
+adversarial rows on the GPU); every declared tier must kill it. A mutant that no output can show (ex2's .ftz
+inside the sigmoid, an fma with a -0.0 addend) is declared static only.
 
 EQUIVALENT lists edits that look like bugs but cannot change the kernel, each with the reason; they are not
 run and not counted, but their edits must still apply.
