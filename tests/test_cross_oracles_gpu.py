@@ -76,8 +76,8 @@ def test_kernel_metadata_equals_flashinfer_fed_the_kernels_ids(b, cases):
                          (tile, offset, count))
             kernel = REGISTRY["cute"].run(case)
             fed = to_meta(dyn_block_metadata(kernel.ids, offset, count, tile, poison=METADATA_POISON))
-            found = disagreements({"flashinfer": Outputs(None, None, fed), "cute": Outputs(None, None, kernel.metadata)},
-                                  reference="flashinfer", tile_n=tile)
+            found = disagreements({"flashinfer": Outputs(None, None, fed),
+                                   "cute": Outputs(None, None, kernel.metadata)}, reference="flashinfer", tile_n=tile)
             n += 1
             if found:
                 failures.append(f"{case.describe()} ids={kernel.ids.tolist()}: " + "; ".join(map(describe, found)))

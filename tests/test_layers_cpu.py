@@ -72,6 +72,7 @@ def test_oracles_import_nothing_of_the_kernel_but_its_layout():
         if path.relative_to(ROOT).parts[0] != "oracles":
             continue
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        offences += [f"{path.relative_to(ROOT)} imports {name}" for name in sorted(imported_modules(path.read_text(), module))
+        offences += [f"{path.relative_to(ROOT)} imports {name}"
+                     for name in sorted(imported_modules(path.read_text(), module))
                      if name.split(".")[0] == "kernel" and not name.startswith(ORACLES_MAY_IMPORT + ".")]
     assert not offences, "\n".join(offences)

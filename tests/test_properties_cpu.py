@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import oracles.numpy_model as model
-from kernel.layout import EXPERTS, TOP_K, metadata_size
+from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K, metadata_size
 from oracles.numpy_model.primitives import LOG2E
 from properties.engine import casefile
 from properties.corpus import draw_cases
@@ -22,14 +22,8 @@ from properties.engine.implementations import run_all
 from properties.engine.poison import METADATA_POISON
 from properties.floats import f32, f32_bits
 from properties.invariants import metadata_violations
-from properties.strategies import (
-    EXPERTS_PER_LANE,
-    GENERATORS,
-    TESTFLOAT_EXPONENTS,
-    TESTFLOAT_SIGNIFICANDS,
-    any_case,
-    local_ranges,
-)
+from properties.draws import local_ranges
+from properties.strategies import GENERATORS, TESTFLOAT_EXPONENTS, TESTFLOAT_SIGNIFICANDS, any_case
 
 DIV_FULL_SCALING_T = 126.0  # 1 + 2^t > 2^126 above it
 EX2_OVERFLOW_T = 128.0  # 2^t overflows from it on

@@ -1,5 +1,5 @@
-"""oracles/ptx (reader, flow, sass) on small hand-written PTX whose answers are known, so the kernel's static checks (and the
-gate that reuses the reader) can fail."""
+"""oracles/ptx (reader, flow, sass) on small hand-written PTX whose answers are known, so the kernel's static
+checks (and the gate that reuses the reader) can fail."""
 
 from oracles.ptx import flow, sass
 from oracles.ptx.reader import parse

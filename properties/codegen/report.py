@@ -1,5 +1,5 @@
-"""``python -m properties.codegen.report``: compile every routing variant for sm_90a (no GPU needed) and print, for each,
-its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
+"""``python -m properties.codegen.report``: compile every routing variant for sm_90a (no GPU needed) and print,
+for each, its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
 wait, and its registers, shared memory and local memory (spills) from the cubin."""
 
 import itertools
