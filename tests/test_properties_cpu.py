@@ -20,8 +20,10 @@ from properties.engine import casefile
 from properties.corpus import draw_cases
 from properties.engine.implementations import run_all
 from properties.engine.poison import METADATA_POISON
+from properties.families import families
 from properties.floats import f32, f32_bits
 from properties.invariants import metadata_violations
+from properties import edge_cases
 from properties.draws import local_ranges
 from properties.strategies import GENERATORS, TESTFLOAT_EXPONENTS, TESTFLOAT_SIGNIFICANDS, any_case
 
@@ -121,6 +123,13 @@ EDGE_CASES = {
 
 def test_every_generator_has_an_edge_case_check():
     assert sorted(EDGE_CASES) == sorted(GENERATORS)
+
+
+def test_generators_and_families_name_their_edge_cases_from_one_catalog():
+    """Every name of properties/edge_cases.py is used, and only those (an unknown name fails at import)."""
+    assert set(GENERATORS) | {family.name for family in families()} == set(edge_cases.EDGE_CASES)
+    with pytest.raises(ValueError, match="ties_at_the_eighth_place"):
+        edge_cases.require(["tie_at_eighth_place", "ties_at_the_eighth_place"], "a test")
 
 
 @pytest.mark.parametrize("generator", sorted(GENERATORS))
