@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
 
 verify: $(STAMP) flashinfer-oracle
-	$(PY) -m properties.gate
+	$(PY) -m properties.tools.gate
 
 bench-model: $(STAMP)
 	$(PY) -m oracles.numpy_model.bench
@@ -48,7 +48,7 @@ flashinfer-oracle: $(STAMP)
 .PHONY: gpu-bundle
 GPU_BUNDLE_PART_MB ?= 40
 gpu-bundle: $(STAMP) flashinfer-oracle
-	$(PY) -m kernel.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
+	$(PY) -m properties.tools.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
 
 # Properties and corpora (properties/, corpora/). `make replay CASE=path` replays saved cases (files or
 # folders, several allowed): every implementation this machine runs, and every recorded output, against the
@@ -67,13 +67,13 @@ corpus-record: $(STAMP)
 
 # The kernel against the Triton and FlashInfer routing kernels and PyTorch eager, b = 1..8, on a GPU:
 # CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
-# e.g. `--verify-record FILE` (from `$(PY) -m kernel.bench --time-verify --out FILE`).
+# e.g. `--verify-record FILE` (from `$(PY) -m properties.bench --time-verify --out FILE`).
 .PHONY: bench
 BENCH_OUT ?= properties/results/bench-h200.json
 bench: $(STAMP) flashinfer-oracle
-	$(PY) -m kernel.bench --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS)
 
-# The mutant catalog (properties/mutants.py): edited copies of the kernel that the checks of `make verify` must
+# The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
 # kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
 # corpora/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only div_rn".
 .PHONY: mutants

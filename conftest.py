@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from oracles.fpenv import assert_subnormals_kept
+from oracles.provenance import cuda_reason
 
 # A library built with -ffast-math can switch FTZ/DAZ on for the whole process; every float comparison
 # against the hardware would then be wrong. Checked before any test is collected.
@@ -23,17 +24,6 @@ settings.register_profile("gpu", max_examples=3000, deadline=None, suppress_heal
 settings.register_profile("nightly", max_examples=100_000, deadline=None, suppress_health_check=_SLOW_OK,
                           print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
-
-
-def _cuda_device_reason():
-    """None when a CUDA device is usable, else why not."""
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - torch is a dependency
-        return f"torch not importable ({exc})"
-    if not torch.cuda.is_available():
-        return "no CUDA device on this machine"
-    return None
 
 
 _counter = {"skipped": 0}
@@ -53,6 +43,7 @@ GROUPS = (
     ("tests/test_mutants", "mutants"),
     ("tests/test_bundle", "gpu bundle"),
     ("tests/test_bench", "benchmark"),
+    ("tests/test_layers", "layering"),
 )
 _gate = {}
 
@@ -77,7 +68,7 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = _cuda_device_reason()
+    reason = cuda_reason()
     if reason is None:
         return
     marker = pytest.mark.skip(reason=f"GPU check not run: {reason}")

@@ -20,6 +20,9 @@ EXPERTS = 256
 TOP_K = 8
 MAX_TOKENS = 8
 ROUTES = MAX_TOKENS * TOP_K
+# One warp routes one token row: lane l holds experts l * EXPERTS_PER_LANE .. (l + 1) * EXPERTS_PER_LANE - 1.
+WARP = 32
+EXPERTS_PER_LANE = EXPERTS // WARP
 MAX_TILE = 256
 # Every CTA holds at least one route, so there are never more CTAs than routes.
 MAX_CTAS = ROUTES

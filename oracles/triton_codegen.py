@@ -5,14 +5,12 @@ the kernel that runs; tests/test_triton_routing_gpu.py checks that the launched 
 """
 
 import functools
-import os
-import subprocess
-import tempfile
 
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 
+from oracles.ptx.sass import sass
 from oracles.triton_routing import NUM_WARPS, _routing_kernel, kernel_constexprs
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -20,7 +18,6 @@ _SIGNATURE = {"logits_ptr": "*fp32", "bias_ptr": "*fp32", "weights_ptr": "*fp32"
               "scale": "fp32", "RENORMALIZE": "constexpr", "EXPERTS": "constexpr", "K": "constexpr",
               "EPS": "constexpr"}
 _ALIGNED_POINTERS = ("logits_ptr", "bias_ptr", "weights_ptr", "ids_ptr")
-_CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,9 +36,5 @@ def compile_ptx(renormalize: bool) -> str:
 
 
 def compile_sass(renormalize: bool) -> str:
-    """SASS of the sm_90 cubin, disassembled by the cuobjdump shipped in the triton wheel."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "routing.cubin")
-        with open(path, "wb") as f:
-            f.write(compile_kernel(renormalize).asm["cubin"])
-        return subprocess.run([_CUOBJDUMP, "-sass", path], check=True, capture_output=True, text=True).stdout
+    """SASS of the sm_90 cubin, disassembled by cuobjdump (oracles/ptx/sass.py)."""
+    return sass(compile_kernel(renormalize).asm["cubin"])

@@ -10,8 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-N_EXPERTS = 256
-TOP_K = 8
+from kernel.layout import EXPERTS as N_EXPERTS
+from kernel.layout import TOP_K
+
 # One warp per token row: each thread holds N_EXPERTS / 32 experts; reductions stay inside the warp.
 NUM_WARPS = 1
 ROUTER_SCORE_DIVISION_EPS = 1e-15

@@ -17,9 +17,9 @@ import sys
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from properties import casefile
-from properties.differential import describe, disagreements
-from properties.implementations import REAL, run_all, unavailable
+from properties.engine import casefile
+from properties.engine.compare import describe, disagreements
+from properties.engine.implementations import REAL, run_all, unavailable
 from properties.strategies import GENERATORS
 
 CASES_PER_GENERATOR = 30

@@ -11,9 +11,9 @@ reproduces), 2 when a file cannot be read.
 import argparse
 import sys
 
-from properties import casefile
-from properties.differential import describe, disagreements
-from properties.implementations import REFERENCE, run_all, unavailable
+from properties.engine import casefile
+from properties.engine.compare import describe, disagreements
+from properties.engine.implementations import REFERENCE, run_all, unavailable
 
 RECORDED = " (recorded)"
 

@@ -3,23 +3,32 @@
 Drawing 2,048 logits one by one costs about 50 µs each and overflows Hypothesis's per-example data, so a
 case is a background from a seeded NumPy generator (its seed drawn, so it shrinks to 0) with the values that
 matter drawn by Hypothesis on top: the planted ties, the boundary values, the edge-case pools (arrays of
-independent elements, ``fill=st.nothing()``). ``GENERATORS`` maps each edge case's name to its strategy.
-Every strategy also draws the parameters: b, scale, renormalize and the metadata request.
+independent elements, ``fill=st.nothing()``). ``GENERATORS`` maps each edge case's name (from the catalog
+in properties/edge_cases.py) to its strategy.
+Every strategy also draws the parameters (properties/draws.py): b, scale, renormalize and the metadata request.
 """
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K
-from properties.cases import RoutingCase, f32, f32_bits
+from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K
+from kernel.layout import WARP as LANES
+from properties.draws import (
+    FLT_MAX,
+    any_value_bits,
+    bound,
+    float_bits,
+    metadata_requests,
+    scales,
+    subnormal_bits,
+    tiles,
+    token_counts,
+)
+from properties.edge_cases import require
+from properties.engine.cases import RoutingCase
+from properties.floats import MAX_SUBNORMAL, MIN_SUBNORMAL, MINUS_INF, PLUS_INF, SIGN, f32, f32_bits, random_non_nan
 
-FLT_MAX = float(np.finfo(np.float32).max)
-LANES = 32
-EXPERTS_PER_LANE = EXPERTS // LANES  # lane l of the kernel's warp holds experts 8l .. 8l+7
-_SIGN = 0x80000000
-_MIN_SUBNORMAL, _MAX_SUBNORMAL, _MIN_NORMAL = 0x00000001, 0x007FFFFF, 0x00800000
-_PLUS_INF, _MINUS_INF = 0x7F800000, 0xFF800000
 _POOL_MAX = 8
 
 # How many experts of a row an edge case touches.
@@ -37,7 +46,6 @@ EX2_OVERFLOW_EDGE = -88.7
 SATURATED_SCORE_INNER = (17.0, 100.0)
 SATURATED_SCORE_EDGE = 16.0
 
-SPECIAL_TILES = (1, 2, 3, 4, 7, 8, 9, 16, 31, 32, 64, 127, 128, 255, 256)
 # TestFloat-style (Berkeley TestFloat, genCases_f32.c): biased exponents at the ends of the range, around
 # 1 and around the saturation points (2^6 .. 2^7 covers 64 .. 128), and significands with runs of ones or
 # zeros at either end; a random exponent or significand stands in for one of them now and then.
@@ -47,91 +55,6 @@ TESTFLOAT_SIGNIFICANDS = (0, 1, 2, 3, 0x7FFFFF, 0x7FFFFE, 0x7FFFFD, 0x400000, 0x
                           0x100000, 0x555555, 0x2AAAAA, 0x7FF000, 0x000FFF, 0x7F8000, 0x0000FF)
 _TESTFLOAT_RANDOM_EVERY = 8
 _INF_EXPONENT = 255
-
-
-def _bound(x):
-    """``x`` rounded to float32, as Hypothesis requires of width-32 bounds."""
-    return float(np.float32(x))
-
-
-def _float_bits(low, high):
-    """uint32 bit patterns of float32 values in [low, high] (Hypothesis favours the bounds)."""
-    return st.floats(_bound(low), _bound(high), width=32).map(lambda x: int(f32_bits(x)))
-
-
-def non_nan_bits():
-    """Any float32 bit pattern but NaN: zeros, subnormals, normals, infinities of either sign."""
-    return st.integers(0, 2**32 - 1).filter(lambda u: (u & ~_SIGN) <= _PLUS_INF)
-
-
-def subnormal_bits():
-    """A subnormal float32 of either sign."""
-    return st.builds(lambda sign, m: sign | m, st.sampled_from([0, _SIGN]), st.integers(_MIN_SUBNORMAL, _MAX_SUBNORMAL))
-
-
-def special_bits():
-    """Values at the edges of float32: zeros, subnormal and normal extremes, one, the largest, infinities."""
-    magnitudes = [0, _MIN_SUBNORMAL, _MAX_SUBNORMAL, _MIN_NORMAL, int(f32_bits(1.0)), 0x7F7FFFFF, _PLUS_INF]
-    return st.sampled_from([sign | m for m in magnitudes for sign in (0, _SIGN)])
-
-
-def any_value_bits():
-    """The edges of float32 often, any non-NaN pattern otherwise."""
-    return st.one_of(special_bits(), non_nan_bits())
-
-
-def token_counts(min_value=1):
-    """b, the number of token rows: min_value .. 8."""
-    return st.integers(min_value, MAX_TOKENS)
-
-
-def tiles():
-    """tile_n: the powers of two and their neighbours, or anything in 1 .. 256."""
-    return st.one_of(st.sampled_from(SPECIAL_TILES), st.integers(1, MAX_TILE))
-
-
-@st.composite
-def local_ranges(draw):
-    """(local_expert_offset, num_local_experts): every expert, none, one, a prefix, a suffix, one rank of an
-    even split into 2 .. 32 ranks, or any range."""
-    kind = draw(st.sampled_from(["all", "none", "one", "prefix", "suffix", "rank", "any"]))
-    if kind == "all":
-        return 0, EXPERTS
-    if kind == "none":
-        return draw(st.integers(0, EXPERTS)), 0
-    if kind == "one":
-        return draw(st.integers(0, EXPERTS - 1)), 1
-    if kind == "prefix":
-        return 0, draw(st.integers(1, EXPERTS))
-    if kind == "suffix":
-        offset = draw(st.integers(0, EXPERTS - 1))
-        return offset, EXPERTS - offset
-    if kind == "rank":
-        ranks = draw(st.sampled_from([2, 4, 8, 16, 32]))
-        width = EXPERTS // ranks
-        return draw(st.integers(0, ranks - 1)) * width, width
-    offset = draw(st.integers(0, EXPERTS))
-    return offset, draw(st.integers(0, EXPERTS - offset))
-
-
-@st.composite
-def metadata_requests(draw, tile_strategy=None):
-    """(tile_n, local_expert_offset, num_local_experts), or in about a quarter of draws (None, 0, 0) for a call
-    without metadata."""
-    if draw(st.integers(0, 3), label="metadata wanted") == 0:
-        return None, 0, 0
-    tile = draw(tiles() if tile_strategy is None else tile_strategy, label="tile_n")
-    return (tile, *draw(local_ranges(), label="local range"))
-
-
-SPECIAL_SCALES = (1.0, 2.5, 0.0, -0.0, -1.0, float(f32(_MIN_SUBNORMAL)), float(f32(_MAX_SUBNORMAL)), FLT_MAX)
-
-
-def scales():
-    """scale: 1, the routed scaling factor 2.5, zeros, subnormals, the largest float, a value like a routed
-    scaling factor (0.5 .. 4), or any finite float32."""
-    finite = st.floats(width=32, allow_nan=False, allow_infinity=False)
-    return st.one_of(st.sampled_from(SPECIAL_SCALES), st.floats(0.5, 4.0, width=32), finite).map(np.float32)
 
 
 def _case(draw, generator, logits, bias, *, scale=None, renormalize=None, tile_strategy=None):
@@ -157,6 +80,13 @@ def _ordinary_bias(rng):
     """Router-like correction bias: zeros (of either sign), or normal with a standard deviation of 0.001 or
     0.05."""
     return (rng.standard_normal(EXPERTS) * rng.choice([0.0, 1e-3, 0.05])).astype(np.float32)
+
+
+def _background(draw):
+    """(b, the seeded NumPy generator, router-like logits [b, 256], bias [256]) for edges planted on top."""
+    b = draw(token_counts(), label="b")
+    rng = _rng(draw)
+    return b, rng, _ordinary_logits(rng, b), _ordinary_bias(rng)
 
 
 def _count(draw, *densities):
@@ -256,23 +186,20 @@ def rounding_tie(draw):
     more, or logits a few ulps apart whose s differ by less than an ulp of the bias (three or more of them, so
     at least two round together). The tied experts (the same ones in every row, each row with its own
     logits) rank above every other."""
-    b = draw(token_counts(), label="b")
-    rng = _rng(draw)
+    b, rng, logits, bias = _background(draw)
     kind = draw(st.sampled_from(["saturated", "absorbed", "merged"]), label="kind")
-    logits = _ordinary_logits(rng, b)
-    bias = _ordinary_bias(rng)
     beta = np.float32(draw({"saturated": st.floats(-4.0, 4.0, width=32),
                             "absorbed": st.floats(2.0**25, 2.0**60, width=32),
-                            "merged": st.floats(16.0, _bound(2.0**24 - 1), width=32)}[kind], label="beta"))
+                            "merged": st.floats(16.0, bound(2.0**24 - 1), width=32)}[kind], label="beta"))
     size = draw(st.integers(3 if kind == "merged" else 2, TOP_K), label="tie size")
     positions = rng.choice(EXPERTS, size, replace=False)
     bias = np.minimum(bias, beta) if kind == "saturated" else np.full(EXPERTS, beta * np.float32(0.5))
     bias[positions] = beta
     for r in range(b):
         if kind == "saturated":
-            values = _pool(draw, _float_bits(SATURATED_SCORE_INNER[0], FLT_MAX), size, min_size=size, unique=True)
+            values = _pool(draw, float_bits(SATURATED_SCORE_INNER[0], FLT_MAX), size, min_size=size, unique=True)
         elif kind == "absorbed":
-            values = _pool(draw, _float_bits(-30.0, 30.0), size, min_size=size, unique=True)
+            values = _pool(draw, float_bits(-30.0, 30.0), size, min_size=size, unique=True)
         else:
             base = int(f32_bits(draw(st.floats(0.0, 2.0, width=32), label="base")))
             steps = rng.choice(16, size, replace=False)
@@ -284,10 +211,8 @@ def rounding_tie(draw):
 @st.composite
 def subnormal_values(draw):
     """Subnormal logits (s = 0.5 exactly) and subnormal biases (absorbed by s), some to all of a row."""
-    b = draw(token_counts(), label="b")
-    rng = _rng(draw)
-    logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
-    numpy_subnormals = lambda rng, n: f32(rng.integers(_MIN_SUBNORMAL, _MAX_SUBNORMAL + 1, n) | (rng.integers(0, 2, n) << 31))
+    b, rng, logits, bias = _background(draw)
+    numpy_subnormals = lambda rng, n: f32(rng.integers(MIN_SUBNORMAL, MAX_SUBNORMAL + 1, n) | (rng.integers(0, 2, n) << 31))
     for r in range(b):
         _plant(draw, rng, logits[r], _count(draw, *DENSITIES), numpy_subnormals, subnormal_bits())
     _plant(draw, rng, bias, _count(draw, *DENSITIES), numpy_subnormals, subnormal_bits())
@@ -297,11 +222,9 @@ def subnormal_values(draw):
 @st.composite
 def signed_zeros(draw):
     """+0.0 and -0.0 side by side in the logits (both give s = 0.5) and in the bias (absorbed by s)."""
-    b = draw(token_counts(), label="b")
-    rng = _rng(draw)
-    logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
-    both = _one_of(0, _SIGN)
-    zeros = st.sampled_from([0, _SIGN])
+    b, rng, logits, bias = _background(draw)
+    both = _one_of(0, SIGN)
+    zeros = st.sampled_from([0, SIGN])
     for r in range(b):
         _plant(draw, rng, logits[r], _count(draw, "some", "many", "most", "all"), both, zeros)
         logits[r, rng.choice(EXPERTS, 2, replace=False)] = [0.0, -0.0]
@@ -313,9 +236,7 @@ def signed_zeros(draw):
 @st.composite
 def minus_inf_bias(draw):
     """-inf bias on some, most or all experts: around 8 finite experts left, the picks reach into -inf."""
-    b = draw(token_counts(), label="b")
-    rng = _rng(draw)
-    logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
+    b, rng, logits, bias = _background(draw)
     count = draw(st.one_of(st.sampled_from([1, 7, 8, 9, 128, 247, 248, 249, 255, 256]), st.integers(1, EXPERTS)),
                  label="-inf experts")
     bias[rng.choice(EXPERTS, count, replace=False)] = -np.inf
@@ -325,22 +246,18 @@ def minus_inf_bias(draw):
 @st.composite
 def infinite_logits(draw):
     """+inf logits (s = 1) and -inf logits (s = 0), from one expert to every expert of a row."""
-    b = draw(token_counts(), label="b")
-    rng = _rng(draw)
-    logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
-    infinities = _one_of(_PLUS_INF, _MINUS_INF)
+    b, rng, logits, bias = _background(draw)
+    infinities = _one_of(PLUS_INF, MINUS_INF)
     for r in range(b):
-        _plant(draw, rng, logits[r], _count(draw, *DENSITIES), infinities, st.sampled_from([_PLUS_INF, _MINUS_INF]))
+        _plant(draw, rng, logits[r], _count(draw, *DENSITIES), infinities, st.sampled_from([PLUS_INF, MINUS_INF]))
     return _case(draw, "infinite_logits", logits, bias)
 
 
 def _saturation_rows(draw, generator, densities, inner, reach):
     """Logits of rows with many experts in one saturation range: uniform in ``inner``, drawn in ``reach``."""
-    b = draw(token_counts(), label="b")
-    rng = _rng(draw)
-    logits, bias = _ordinary_logits(rng, b), _ordinary_bias(rng)
+    b, rng, logits, bias = _background(draw)
     for r in range(b):
-        _plant(draw, rng, logits[r], _count(draw, *densities), _uniform(*inner), _float_bits(*reach))
+        _plant(draw, rng, logits[r], _count(draw, *densities), _uniform(*inner), float_bits(*reach))
     return _case(draw, generator, logits, bias)
 
 
@@ -374,20 +291,11 @@ def bias_dominates(draw):
     logits = _ordinary_logits(rng, b)
     magnitudes = 2.0 ** rng.uniform(1, 40, EXPERTS)
     bias = (magnitudes * rng.choice([-1, 1], EXPERTS)).astype(np.float32)
-    shared = _pool(draw, _float_bits(2.0, 2.0**40), _POOL_MAX, min_size=1)
+    shared = _pool(draw, float_bits(2.0, 2.0**40), _POOL_MAX, min_size=1)
     groups = rng.integers(0, shared.size, EXPERTS)
     take = rng.random(EXPERTS) < rng.choice([0.0, 0.1, 0.5])
     bias[take] = shared[groups[take]]
     return _case(draw, "bias_dominates", logits, bias)
-
-
-def _random_non_nan(rng, shape):
-    bits = rng.integers(0, 2**32, shape, dtype=np.uint64).astype(np.uint32)
-    nan = (bits & ~np.uint32(_SIGN)) > _PLUS_INF
-    while nan.any():
-        bits[nan] = rng.integers(0, 2**32, int(nan.sum()), dtype=np.uint64).astype(np.uint32)
-        nan = (bits & ~np.uint32(_SIGN)) > _PLUS_INF
-    return f32(bits)
 
 
 @st.composite
@@ -395,7 +303,7 @@ def random_bits(draw):
     """Logits and bias of uniformly random non-NaN bit patterns."""
     b = draw(token_counts(), label="b")
     rng = _rng(draw)
-    return _case(draw, "random_bits", _random_non_nan(rng, (b, EXPERTS)), _random_non_nan(rng, EXPERTS))
+    return _case(draw, "random_bits", random_non_nan(rng, (b, EXPERTS)), random_non_nan(rng, EXPERTS))
 
 
 def _testfloat(rng, shape):
@@ -428,8 +336,8 @@ def weight_overflow(draw):
     logits = rng.uniform(-80.0, -20.0, (b, EXPERTS)).astype(np.float32)
     for r in range(b):
         _plant(draw, rng, logits[r], _count(draw, "one", "some"), _uniform(*EX2_OVERFLOW_INNER),
-               _float_bits(-FLT_MAX, EX2_OVERFLOW_EDGE))
-    scale = np.float32(draw(st.floats(_bound(1e37), FLT_MAX, width=32), label="scale"))
+               float_bits(-FLT_MAX, EX2_OVERFLOW_EDGE))
+    scale = np.float32(draw(st.floats(bound(1e37), FLT_MAX, width=32), label="scale"))
     return _case(draw, "weight_overflow", logits, _ordinary_bias(rng), scale=scale, renormalize=True)
 
 
@@ -468,6 +376,9 @@ GENERATORS = {
     "weight_overflow": weight_overflow(),
     "shared_experts": shared_experts(),
 }
+
+
+require(GENERATORS, "properties/strategies.py")
 
 
 def any_case():

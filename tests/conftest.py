@@ -8,9 +8,9 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from properties import casefile
-from properties.differential import check_case
-from properties.implementations import BROKEN_ENV
+from properties.engine import casefile
+from properties.engine.compare import check_case
+from properties.engine.implementations import BROKEN_ENV
 from properties.strategies import GENERATORS
 
 _REPLAY_TIMEOUT_S = 600

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel import bench, bench_report
-from kernel.bench_report import VARIANT_NAMES
+from properties.bench import cli, harness, ncu, timing
+from properties.bench import report as bench_report
+from properties.bench.report import VARIANT_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "properties" / "results" / "bench-h200.json"
@@ -133,20 +134,20 @@ NCU_CSV = """==PROF== Connected to process 123
 
 
 def test_ncu_csv_is_read_per_kernel_in_microseconds():
-    kernels = bench.parse_ncu_csv(NCU_CSV)
+    kernels = ncu.parse_ncu_csv(NCU_CSV)
     assert [name for name, _ in kernels] == ["kernel_cutlass_kernel_kernelrouting_Routing_object_at_x", "_routing_kernel"]
     assert kernels[0][1] == {"gpu__time_duration.sum": 2.496, "launch__registers_per_thread": 40.0}
     assert kernels[1][1] == {"gpu__time_duration.sum": 3.5, "launch__registers_per_thread": "n/a"}
 
 
 def test_ncu_kernels_are_matched_to_the_workload_labels():
-    kernels = bench.parse_ncu_csv(NCU_CSV)
-    out = bench.assign_ncu(kernels, [["cute", 1], ["triton", 1]])
+    kernels = ncu.parse_ncu_csv(NCU_CSV)
+    out = ncu.assign_ncu(kernels, [["cute", 1], ["triton", 1]])
     assert out["cute"]["1"]["duration_us_median"] == 2.496 and out["triton"]["1"]["launches"] == 1
     with pytest.raises(RuntimeError, match="profiled 2 kernels, the workload launched 1"):
-        bench.assign_ncu(kernels, [["cute", 1]])
+        ncu.assign_ncu(kernels, [["cute", 1]])
     with pytest.raises(RuntimeError, match="launch flashinfer b=1 profiled as '_routing_kernel'"):
-        bench.assign_ncu(kernels, [["cute", 1], ["flashinfer", 1]])
+        ncu.assign_ncu(kernels, [["cute", 1], ["flashinfer", 1]])
 
 
 @pytest.mark.parametrize("argv, match", [
@@ -156,7 +157,7 @@ def test_ncu_kernels_are_matched_to_the_workload_labels():
 ])
 def test_cli_refuses_bad_arguments(argv, match, capsys):
     with pytest.raises(SystemExit):
-        bench.parse_args(argv)
+        cli.parse_args(argv)
     assert match in capsys.readouterr().err
 
 
@@ -164,15 +165,15 @@ def test_readme_table_cli_prints_the_table_of_a_file(tmp_path, capsys):
     path = tmp_path / "results.json"
     results = synthetic(BASE)
     path.write_text(json.dumps(results))
-    assert bench.main(["--readme-table", str(path)]) == 0
+    assert cli.main(["--readme-table", str(path)]) == 0
     assert capsys.readouterr().out == bench_report.readme_table(results)
 
 
 def test_harness_figures_on_the_cpu():
-    rates = bench.cpu_model_rate(0.01)
-    assert {label for label, _, _ in bench.HARNESS_CASES} == set(rates)
+    rates = harness.cpu_model_rate(0.01)
+    assert {label for label, _, _ in harness.HARNESS_CASES} == set(rates)
     assert all(r["cases_per_s"] > 0 for r in rates.values())
-    sweep = bench.exhaustive_sweep()
+    sweep = harness.exhaustive_sweep()
     proof = json.loads((ROOT / "oracles" / "mufu" / "data" / "exhaustive-proof.json").read_text())
     assert sweep["seconds"] == {name: r["seconds"] for name, r in proof["results"].items()}
 
@@ -185,19 +186,19 @@ def test_committed_results_match_the_readme():
         return
     results = bench_report.check_schema(json.loads(RESULTS.read_text()))
     assert block == bench_report.readme_table(results), \
-        "README's benchmark table is stale: python -m kernel.bench --readme-table FILE --update-readme"
+        "README's benchmark table is stale: python -m properties.bench --readme-table FILE --update-readme"
 
 
 def test_a_gate_report_is_read_as_a_verify_record(tmp_path):
     path = tmp_path / "verify.json"
     path.write_text(json.dumps({"tier": "cpu+gpu", "verdict": "PASS", "seconds": 312.5, "groups": {}}))
-    record = bench.verify_record(path)
+    record = harness.verify_record(path)
     assert (record["tier"], record["verdict"], record["seconds_total"]) == ("cpu+gpu", "PASS", 312.5)
     assert "pytest time only" in record["machine"]
 
 
 class FakeProblem:
-    """Stands in for bench.Problem on a machine without a GPU: the run's bookkeeping only."""
+    """Stands in for properties.bench.problem.Problem on a machine without a GPU: the run's bookkeeping only."""
 
     def __init__(self, b, cfg):
         self.b = b
@@ -221,20 +222,20 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
         verify[mode] = "ok"
         return bench_report.summarize([chain_us if mode == "pdl_chain" else 3.0, 4.0])
 
-    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(bench, "provenance", lambda: synthetic(BASE)["provenance"])
-    monkeypatch.setattr(bench, "clocks", lambda: {"clocks.sm": "1 MHz"})
-    monkeypatch.setattr(bench.routing, "prepare", lambda renormalize: None)
-    monkeypatch.setattr(bench, "Problem", FakeProblem)
-    monkeypatch.setattr(bench, "measure", fake_measure)
-    monkeypatch.setattr(bench, "_time_fn", lambda fn, cfg: [producer_us, producer_us + 1])
-    monkeypatch.setattr(bench, "resources", lambda rec, problem: {"cute": {"registers": 1, "shared_bytes": 0,
-                                                                           "local_bytes": 0, "stack_bytes": 0}})
-    monkeypatch.setattr(bench, "gpu_differential_rate", lambda seconds: {"b=8": {"cases_per_s": 10.0}})
+    monkeypatch.setattr(cli.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cli, "provenance", lambda: synthetic(BASE)["provenance"])
+    monkeypatch.setattr(cli, "clocks", lambda: {"clocks.sm": "1 MHz"})
+    monkeypatch.setattr(cli.routing, "prepare", lambda renormalize: None)
+    monkeypatch.setattr(cli, "Problem", FakeProblem)
+    monkeypatch.setattr(timing, "measure", fake_measure)
+    monkeypatch.setattr(timing, "_time_fn", lambda fn, cfg: [producer_us, producer_us + 1])
+    monkeypatch.setattr(cli, "resources", lambda rec, problem: {"cute": {"registers": 1, "shared_bytes": 0,
+                                                                         "local_bytes": 0, "stack_bytes": 0}})
+    monkeypatch.setattr(cli, "gpu_differential_rate", lambda seconds: {"b=8": {"cases_per_s": 10.0}})
     record = tmp_path / "verify.json"
     record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
     out = tmp_path / "bench.json"
-    rc = bench.main(["--out", str(out), "--bs", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
+    rc = cli.main(["--out", str(out), "--bs", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
                      "--verify-record", str(record)])
     results = bench_report.check_schema(json.loads(out.read_text()))
     assert rc == 1 and [e["what"] for e in results["errors"]] == ["graph torch b=8"]

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from kernel import bundle
+from properties.tools import bundle
 
 
 @pytest.fixture

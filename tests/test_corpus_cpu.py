@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from kernel.layout import TOP_K
-from properties import casefile
-from properties.implementations import REAL
+from properties.engine import casefile
+from properties.engine.implementations import REAL
 from properties.replay import main as replay_main
 from properties.replay import replay
 from properties.strategies import GENERATORS

@@ -1,52 +1,43 @@
 """The CuTe kernel against the Triton oracle (ids, weight bits) and against FlashInfer's metadata kernel fed
-the CuTe kernel's own ids (every META element, poisoned beforehand), on the H200."""
+the CuTe kernel's own ids (every META element, poisoned beforehand), on the H200. Both run through the
+engine: the registry's implementations on one RoutingCase, compared by its bitwise comparison."""
 
 import numpy as np
 import pytest
-import torch
 
-from kernel import check
-from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, metadata_size
-from properties.families import batches, families
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
+from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.compare import describe, disagreements
+from properties.engine.implementations import REGISTRY
+from properties.families import batches, families, unpicked_range
+from properties.floats import FLT_MAX_BITS, f32
 
 pytestmark = pytest.mark.gpu
 
-SCALES = (1.0, 2.5, 0.0, float(np.float32(2.0**-140)), float(np.finfo(np.float32).max))
+SCALES = (np.float32(1.0), np.float32(2.5), np.float32(0.0), np.float32(2.0**-140), f32(FLT_MAX_BITS)[()])
 FAMILIES = families()
+MAX_REPORTED = 3
 
 
-def _kernel(logits, bias, scale, renormalize, local, poison=None):
-    buffers = check.make_buffers(logits, bias, local, "cuda")
-    if poison is not None:
-        buffers.metadata_all.fill_(poison)
-    check.call_route(buffers, scale, renormalize, local)
-    torch.cuda.synchronize()
-    return buffers
+def _case(label, logits, bias, scale, renormalize, request=(None, 0, 0)):
+    return RoutingCase(np.ascontiguousarray(logits), bias, scale, renormalize, *request, label)
 
 
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
 @pytest.mark.parametrize("renormalize", [True, False])
 def test_kernel_equals_triton_oracle(b, renormalize, cases):
-    from oracles.triton_routing import fused_musespark1x_routing
-
     n, failures = 0, []
     for family in FAMILIES:
-        bias = torch.from_numpy(family.bias).cuda()
         for logits in batches(family.rows, b):
             for scale in SCALES:
-                buffers = _kernel(logits, family.bias, scale, renormalize, None)
-                weights, ids = fused_musespark1x_routing(torch.from_numpy(logits).cuda(), bias,
-                                                         renormalize=renormalize, routed_scaling_factor=scale)
-                got = (buffers.ids.cpu().numpy(), buffers.weights.view(torch.int32).cpu().numpy())
-                want = (ids.cpu().numpy(), weights.view(torch.int32).cpu().numpy())
+                case = _case(family.name, logits, family.bias, scale, renormalize)
+                found = disagreements({"triton": REGISTRY["triton"].run(case), "cute": REGISTRY["cute"].run(case)},
+                                      reference="triton")
                 n += 1
-                if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
-                    failures.append(f"{family.name} scale={scale!r}: kernel ids {got[0].tolist()} weights "
-                                    f"{[[f'{v & 0xFFFFFFFF:08x}' for v in r] for r in got[1]]}; triton ids "
-                                    f"{want[0].tolist()} weights "
-                                    f"{[[f'{v & 0xFFFFFFFF:08x}' for v in r] for r in want[1]]}")
+                if found:
+                    failures.append(f"{case.describe()}: " + "; ".join(map(describe, found)))
     cases(n)
-    assert not failures, f"{len(failures)} of {n} batches differ:\n" + "\n".join(failures[:3])
+    assert not failures, f"{len(failures)} of {n} batches differ:\n" + "\n".join(failures[:MAX_REPORTED])
 
 
 RANKS = (2, 4, 8)
@@ -61,7 +52,7 @@ def _rank_split(rng, ranks):
 def _local_ranges(ids, rng):
     """All experts, one picked expert, the widest unpicked run, the last 16, and every rank of random
     splits into 2, 4 and 8 ranks."""
-    ranges = [(0, EXPERTS), (int(ids[0, 0]), 1), check.unpicked_range(ids), (EXPERTS - 16, 16)]
+    ranges = [(0, EXPERTS), (int(ids[0, 0]), 1), unpicked_range(ids), (EXPERTS - 16, 16)]
     for ranks in RANKS:
         ranges += _rank_split(rng, ranks)
     return ranges
@@ -69,7 +60,8 @@ def _local_ranges(ids, rng):
 
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
 def test_kernel_metadata_equals_flashinfer_fed_the_kernels_ids(b, cases):
-    from oracles.flashinfer_routing import DEFAULT_POISON, dyn_block_metadata, to_meta
+    from oracles.flashinfer_routing import dyn_block_metadata, to_meta
+    from properties.engine.poison import METADATA_POISON
 
     rng = np.random.default_rng(b)
     pool = np.concatenate([f.rows for f in FAMILIES])
@@ -77,19 +69,17 @@ def test_kernel_metadata_equals_flashinfer_fed_the_kernels_ids(b, cases):
     n, failures = 0, []
     for tile in range(1, MAX_TILE + 1):
         family = int(rng.integers(len(FAMILIES)))
-        logits = np.ascontiguousarray(pool[rng.integers(0, len(pool), b)])
-        picked = _kernel(logits, bias_pool[family], 1.0, True, None).ids.cpu().numpy()
+        logits = pool[rng.integers(0, len(pool), b)]
+        picked = REGISTRY["cute"].run(_case("pooled rows", logits, bias_pool[family], np.float32(1.0), True)).ids
         for offset, count in _local_ranges(picked, rng):
-            local = check.Local(offset, count, tile)
-            buffers = _kernel(logits, bias_pool[family], 1.0, True, local, poison=DEFAULT_POISON)
-            kernel_ids = buffers.ids.cpu().numpy()
-            got = buffers.metadata_all.cpu().numpy()[:metadata_size(tile)]
-            want = to_meta(dyn_block_metadata(kernel_ids, offset, count, tile, poison=DEFAULT_POISON))
+            case = _case(f"pooled rows tile={tile}", logits, bias_pool[family], np.float32(1.0), True,
+                         (tile, offset, count))
+            kernel = REGISTRY["cute"].run(case)
+            fed = to_meta(dyn_block_metadata(kernel.ids, offset, count, tile, poison=METADATA_POISON))
+            found = disagreements({"flashinfer": Outputs(None, None, fed),
+                                   "cute": Outputs(None, None, kernel.metadata)}, reference="flashinfer", tile_n=tile)
             n += 1
-            bad = np.flatnonzero(got != want)
-            if bad.size:
-                failures.append(f"tile={tile} local=[{offset}, {offset + count}) ids={kernel_ids.tolist()}: "
-                                + "; ".join(f"{check.metadata_field(i, tile)} kernel {got[i]} flashinfer {want[i]}"
-                                            for i in bad[:5]))
+            if found:
+                failures.append(f"{case.describe()} ids={kernel.ids.tolist()}: " + "; ".join(map(describe, found)))
     cases(n)
-    assert not failures, f"{len(failures)} of {n} cases differ:\n" + "\n".join(failures[:3])
+    assert not failures, f"{len(failures)} of {n} cases differ:\n" + "\n".join(failures[:MAX_REPORTED])

@@ -161,8 +161,8 @@ def test_bad_scalars_are_refused(offset, count, tile, poison, name):
 
 
 def test_library_resources_are_read_per_kernel(library_path):
-    from kernel import ptx
-    found = ptx.binary_resource_usage(library_path)
+    from oracles.ptx import sass
+    found = sass.binary_resource_usage(library_path)
     assert sorted(_demangle(list(found))) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
     assert all(r["registers"] > 0 and r["local_bytes"] == 0 for r in found.values())
 

@@ -1,10 +1,13 @@
-"""The routing kernel on the GPU against the NumPy model, bit for bit.
+"""The routing kernel on the GPU against the NumPy model, bit for bit, through the engine.
 
 Inputs: properties/families.py (14 families of fixed-seed adversarial rows, shared with the Triton
-oracle's tests), cut into batches of every b. Outputs and metadata are poisoned before every call, in
-buffers larger than the contract's, so a write past the last token row, past metadata_size(tile) or into an
-element the kernel must leave (the guard, the unused fields) shows. About a minute on an H200.
+oracle's tests), cut into batches of every b. Every case runs through properties/engine/device.py: outputs and
+metadata are poisoned before every call, in buffers larger than the contract's, so a write past the last
+token row, past metadata_size(tile) or into an element the kernel must leave (the guard, the unused fields)
+shows. About a minute on an H200.
 """
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,17 +15,23 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel import check, routing
+from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
-from properties.families import batches, families, from_bits, pooled_rows
+from properties.engine import device
+from properties.engine.cases import RoutingCase
+from properties.engine.implementations import REGISTRY
+from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
+from properties.families import batches, families, pooled_rows, unpicked_range
+from properties.floats import FLT_MAX_BITS, f32
 
 pytestmark = pytest.mark.gpu
 
 FAMILIES = families()
-SCALES = {"2.5": 2.5, "1.0": 1.0, "0.0": 0.0, "subnormal": float(from_bits(0x00123456)),
-          "max_float32": float(np.finfo(np.float32).max)}
-SCALE = 2.5
+SCALES = {"2.5": np.float32(2.5), "1.0": np.float32(1.0), "0.0": np.float32(0.0), "subnormal": f32(0x00123456)[()],
+          "max_float32": f32(FLT_MAX_BITS)[()]}
+SCALE = np.float32(2.5)
 FEW_TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
+NO_METADATA = (None, 0, 0)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -31,19 +40,29 @@ def prepared():
         routing.prepare(renormalize)
 
 
+def case_of(label, rows, bias, scale, renormalize, request=NO_METADATA):
+    """The RoutingCase of these rows; ``request`` is (tile_n, local_expert_offset, num_local_experts)."""
+    return RoutingCase(np.ascontiguousarray(rows), bias, np.float32(scale), renormalize, *request, label)
+
+
 def family_batches(b):
     """(label, rows [b, 256], bias) for every batch of b rows of every family."""
     return [(f"{f.name} b={b} batch {i}", rows, f.bias) for f in FAMILIES for i, rows in enumerate(batches(f.rows, b))]
 
 
-def assert_cases(cases, scale, renormalize, local_for=lambda i, rows: None, row_stride=EXPERTS):
-    """Route every case; fail with the first mismatching cases in hex."""
+def assert_routes(case, row_stride=EXPERTS):
+    lines = device.route(case, row_stride=row_stride).mismatches()
+    assert not lines, device.report(case, lines)
+
+
+def assert_cases(cases, scale, renormalize, request_for=lambda i, rows: NO_METADATA, row_stride=EXPERTS):
+    """Route every case; fail with the first mismatching cases."""
     reports = []
     for i, (label, rows, bias) in enumerate(cases):
-        local = local_for(i, rows)
-        lines = check.run_case(rows, bias, scale, renormalize, local, row_stride=row_stride)
+        case = case_of(label, rows, bias, scale, renormalize, request_for(i, rows))
+        lines = device.route(case, row_stride=row_stride).mismatches()
         if lines:
-            reports.append(check.describe(label, scale, renormalize, local, lines))
+            reports.append(device.report(case, lines))
     assert cases and not reports, f"{len(reports)} of {len(cases)} cases differ:\n" + "\n".join(reports[:4])
 
 
@@ -58,8 +77,7 @@ def test_ids_and_weights_match_the_model(b, renormalize, scale):
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
 def test_with_metadata_every_family_batch(b, renormalize):
     """Every family batch with the metadata of all 256 experts, the tile cycling through a few values."""
-    assert_cases(family_batches(b), SCALE, renormalize,
-                 lambda i, rows: check.Local(0, EXPERTS, FEW_TILES[i % len(FEW_TILES)]))
+    assert_cases(family_batches(b), SCALE, renormalize, lambda i, rows: (FEW_TILES[i % len(FEW_TILES)], 0, EXPERTS))
 
 
 @pytest.mark.parametrize("b", (1, 3, MAX_TOKENS))
@@ -68,19 +86,16 @@ def test_metadata_every_tile(b):
     rng = np.random.default_rng(b)
     for tile in range(1, MAX_TILE + 1):
         offset = int(rng.integers(0, EXPERTS))
-        local = check.Local(0, EXPERTS, tile) if tile % 2 else \
-            check.Local(offset, int(rng.integers(0, EXPERTS - offset + 1)), tile)
+        local = (0, EXPERTS) if tile % 2 else (offset, int(rng.integers(0, EXPERTS - offset + 1)))
         family = FAMILIES[tile % len(FAMILIES)]
-        rows = pooled_rows(FAMILIES, b, seed=tile)
-        lines = check.run_case(rows, family.bias, SCALE, tile % 3 != 0, local)
-        assert not lines, check.describe(f"pooled rows seed {tile}, {family.name} bias", SCALE, tile % 3 != 0,
-                                         local, lines)
+        assert_routes(case_of(f"pooled rows seed {tile}, {family.name} bias", pooled_rows(FAMILIES, b, seed=tile),
+                              family.bias, SCALE, tile % 3 != 0, (tile, *local)))
 
 
 def local_ranges(ids, rng):
     """All experts, none of the picked ones, one picked expert, the last experts, random, empty."""
     offset = int(rng.integers(0, EXPERTS))
-    return [(0, EXPERTS), check.unpicked_range(ids), (int(ids[0, 0]), 1), (EXPERTS - 16, 16),
+    return [(0, EXPERTS), unpicked_range(ids), (int(ids[0, 0]), 1), (EXPERTS - 16, 16),
             (offset, int(rng.integers(0, EXPERTS - offset + 1))), (EXPERTS, 0), (40, 0)]
 
 
@@ -90,39 +105,35 @@ def test_metadata_local_ranges(b):
     cases = family_batches(b)
     for i, tile in enumerate(FEW_TILES):
         label, rows, bias = cases[(7 * i) % len(cases)]
-        ids = check.expected(rows, bias, SCALE, True, None)[0][:b]
+        ids = REGISTRY["model"].run(case_of(label, rows, bias, SCALE, True)).ids
         for offset, count in local_ranges(ids, rng):
-            local = check.Local(offset, count, tile)
-            lines = check.run_case(rows, bias, SCALE, i % 2 == 0, local)
-            assert not lines, check.describe(label, SCALE, i % 2 == 0, local, lines)
+            assert_routes(case_of(label, rows, bias, SCALE, i % 2 == 0, (tile, offset, count)))
 
 
 @pytest.mark.parametrize("row_stride", (260, 512, 4096))
 def test_strided_logits_rows(row_stride):
     for b in (2, MAX_TOKENS):
-        assert_cases(family_batches(b)[::5], SCALE, True, lambda i, rows: check.Local(8, 100, 5),
-                     row_stride=row_stride)
+        assert_cases(family_batches(b)[::5], SCALE, True, lambda i, rows: (5, 8, 100), row_stride=row_stride)
 
 
 def test_cuda_graph_replay_gives_the_same_bits():
     """One graph holds a route with metadata and one without; replays on new logits match the model."""
-    b, local, bias = 6, check.Local(16, 200, 3), FAMILIES[0].bias
-    cases = [rows for _, rows, _ in family_batches(b)]
-    with_meta = check.make_buffers(cases[0], bias, local, "cuda")
-    plain = check.make_buffers(cases[0], bias, None, "cuda")
+    b, bias = 6, FAMILIES[0].bias
+    rows = [rows for _, rows, _ in family_batches(b)]
+    with_meta = device.buffers(case_of("graph capture", rows[0], bias, SCALE, True, (3, 16, 200)))
+    plain = device.buffers(case_of("graph capture", rows[0], bias, SCALE, False))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        check.call_route(with_meta, SCALE, True, local)
-        check.call_route(plain, SCALE, False, None)
-    for n, rows in enumerate(cases):
+        device.launch(with_meta)
+        device.launch(plain)
+    for n, logits in enumerate(rows):
         for buffers in (with_meta, plain):
-            buffers.logits.copy_(torch.from_numpy(rows))
-            buffers.poison()
+            buffers.load(replace(buffers.case, logits=np.ascontiguousarray(logits), generator=f"graph replay {n}"))
         graph.replay()
         torch.cuda.synchronize()
-        for buffers, renormalize, req in ((with_meta, True, local), (plain, False, None)):
-            lines = check.compare(buffers, check.expected(rows, bias, SCALE, renormalize, req), req.tile if req else 0)
-            assert not lines, check.describe(f"graph replay {n}", SCALE, renormalize, req, lines)
+        for buffers in (with_meta, plain):
+            lines = buffers.mismatches()
+            assert not lines, device.report(buffers.case, lines)
 
 
 def test_compiling_during_capture_raises_a_clear_error():
@@ -167,7 +178,6 @@ def _produce(fresh, target):
 def test_a_producer_writing_the_logits_just_before_is_waited_for():
     """A producer writes the logits late, after letting dependents launch. A probe launched the same way
     sees stale data before its wait (so the window is real); the routing kernel must see only new data."""
-    local = check.Local(0, EXPERTS, 8)
     stale = pooled_rows(FAMILIES, MAX_TOKENS, seed=11)
     fresh, bias = pooled_rows(FAMILIES, MAX_TOKENS, seed=12), FAMILIES[2].bias
     stream = torch.cuda.Stream()
@@ -187,51 +197,50 @@ def test_a_producer_writing_the_logits_just_before_is_waited_for():
             "the producer's window did not open: this test could not show a misplaced wait"
         for renormalize in (True, False):
             target.copy_(torch.from_numpy(stale))
-            buffers = check.make_buffers(stale, bias, local, "cuda")
+            # Compared with the fresh rows: the kernel reads ``target``, which holds the stale ones until the
+            # producer writes.
+            buffers = device.buffers(case_of("pooled rows seed 12 after the producer", fresh, bias, SCALE,
+                                             renormalize, (8, 0, EXPERTS)))
             buffers.logits = target
             stream.synchronize()
             _produce(source, target)
-            check.call_route(buffers, SCALE, renormalize, local)
+            device.launch(buffers)
             stream.synchronize()
-            lines = check.compare(buffers, check.expected(fresh, bias, SCALE, renormalize, local), local.tile)
-            assert not lines, check.describe("pooled rows seed 12 after the producer", SCALE, renormalize, local,
-                                             lines)
+            lines = buffers.mismatches()
+            assert not lines, device.report(buffers.case, lines)
 
 
 # ---------------------------------------------------------------------------------------------- contract
 
 def test_device_checks_and_nothing_written_on_rejection():
-    local = check.Local(0, EXPERTS, 8)
-    buffers = check.make_buffers(FAMILIES[-1].rows[:4], FAMILIES[-1].bias, local, "cuda")
+    family = FAMILIES[-1]
+    buffers = device.buffers(case_of("rejected calls", family.rows[:4], family.bias, SCALE, True, (8, 0, EXPERTS)))
+    call = (buffers.logits, buffers.bias, buffers.ids, buffers.weights, float(SCALE), True)
     with pytest.raises(ValueError, match=r"^route: bias must be on the logits' device"):
-        routing.route(buffers.logits, buffers.bias.cpu(), buffers.ids, buffers.weights, SCALE, True,
-                      buffers.metadata_all, local.offset, local.count, local.tile)
+        routing.route(*call[:1], buffers.bias.cpu(), *call[2:], buffers.metadata_all, 0, EXPERTS, 8)
     with pytest.raises(ValueError, match=r"^route: metadata must be on the logits' device"):
-        routing.route(buffers.logits, buffers.bias, buffers.ids, buffers.weights, SCALE, True,
-                      buffers.metadata_all.cpu(), local.offset, local.count, local.tile)
+        routing.route(*call, buffers.metadata_all.cpu(), 0, EXPERTS, 8)
     with pytest.raises(ValueError, match=r"^route: tile_n"):
-        routing.route(buffers.logits, buffers.bias, buffers.ids, buffers.weights, SCALE, True,
-                      buffers.metadata_all, local.offset, local.count, 0)
+        routing.route(*call, buffers.metadata_all, 0, EXPERTS, 0)
     with pytest.raises(ValueError, match=r"^route: metadata must hold"):
-        routing.route(buffers.logits, buffers.bias, buffers.ids, buffers.weights, SCALE, True,
-                      buffers.metadata_all[:100], local.offset, local.count, local.tile)
+        routing.route(*call, buffers.metadata_all[:100], 0, EXPERTS, 8)
     torch.cuda.synchronize()
-    assert (buffers.ids_all.cpu() == check.POISON_ID).all()
-    assert (buffers.weights_all.view(torch.int32).cpu() == check.POISON_WEIGHT_BITS).all()
-    assert (buffers.metadata_all.cpu() == check.POISON_METADATA).all()
+    assert (buffers.ids_all.cpu() == IDS_POISON).all()
+    assert (buffers.weights_all.view(torch.int32).cpu() == WEIGHT_POISON_BITS).all()
+    assert (buffers.metadata_all.cpu() == METADATA_POISON).all()
 
 
 def test_runs_on_the_current_stream():
     """route goes behind a long sleep on a side stream: right after it, the default stream sees poison."""
-    rows, bias = FAMILIES[-1].rows[:7], FAMILIES[-1].bias
-    buffers = check.make_buffers(rows, bias, None, "cuda")
+    family = FAMILIES[-1]
+    buffers = device.buffers(case_of("behind a sleep", family.rows[:7], family.bias, SCALE, True))
     torch.cuda.synchronize()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         torch.cuda._sleep(50_000_000)
-        check.call_route(buffers, SCALE, True, None)
+        device.launch(buffers)
     with torch.cuda.stream(torch.cuda.default_stream()):
-        assert (buffers.ids_all.cpu() == check.POISON_ID).all(), "route did not wait behind its stream's work"
+        assert (buffers.ids_all.cpu() == IDS_POISON).all(), "route did not wait behind its stream's work"
     stream.synchronize()
-    lines = check.compare(buffers, check.expected(rows, bias, SCALE, True, None), 0)
+    lines = buffers.mismatches()
     assert not lines, "\n".join(lines)

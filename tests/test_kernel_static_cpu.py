@@ -1,10 +1,10 @@
 """The routing kernel compiled for sm_90a without a GPU: its PTX and SASS read statically.
 
-Every variant (metadata x renormalize) must compile and pass every check of kernel/codegen_checks.py: its
+Every variant (metadata x renormalize) must compile and pass every check of properties/codegen/checks.py: its
 float arithmetic is exactly the Triton oracle's (the same expression trees, ex2.approx.f32 without .ftz,
 div.full.f32, no fma), the bias loads precede ``griddepcontrol.wait`` and the logits loads follow it, and the
 variant without metadata has no branch after the wait. Each check is also shown to fail on an edited copy of
-the real PTX (properties/mutants.py edits the kernel's source instead).
+the real PTX (properties/mutants/catalog.py edits the kernel's source instead).
 """
 
 import re
@@ -12,8 +12,10 @@ import re
 import numpy as np
 import pytest
 
-from kernel import codegen_checks, ptx, routing
-from kernel.codegen_checks import VARIANTS, compiled, float_mismatch, load_placement_problems
+from kernel import routing
+from oracles.ptx import flow
+from properties.codegen import checks as codegen_checks
+from properties.codegen.checks import VARIANTS, compiled, float_mismatch, load_placement_problems
 from kernel.network import SORT8
 
 
@@ -50,10 +52,10 @@ def test_a_changed_float_emission_is_reported(name, pattern, replacement):
 
 def _move_wait(ptx_text, after_load):
     """The PTX with griddepcontrol.wait moved just after the ``after_load``-th ld.global.v4 (0: before all)."""
-    lines = [line for line in ptx_text.splitlines() if ptx.WAIT not in line]
+    lines = [line for line in ptx_text.splitlines() if flow.WAIT not in line]
     loads = [i for i, line in enumerate(lines) if "ld.global.v4.f32" in line]
     at = loads[after_load - 1] + 1 if after_load else loads[0]
-    return "\n".join(lines[:at] + [f"\t{ptx.WAIT};"] + lines[at:])
+    return "\n".join(lines[:at] + [f"\t{flow.WAIT};"] + lines[at:])
 
 
 @pytest.mark.parametrize("after_load", [0, 1, 3, 4], ids=lambda n: f"wait-after-{n}-loads")
@@ -64,7 +66,7 @@ def test_a_misplaced_wait_is_reported(after_load):
 def test_a_branch_after_the_wait_is_reported():
     real = compiled(False, True)
     label = re.search(r"^(\$L__BB\d+_\d+):", real["ptx"], re.M).group(1)
-    mutated = {**real, "ptx": real["ptx"].replace(f"{ptx.WAIT};", f"{ptx.WAIT};\n\t@%p1 bra {label};", 1)}
+    mutated = {**real, "ptx": real["ptx"].replace(f"{flow.WAIT};", f"{flow.WAIT};\n\t@%p1 bra {label};", 1)}
     assert codegen_checks.branch_problems(mutated) != []
 
 

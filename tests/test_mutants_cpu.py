@@ -1,4 +1,4 @@
-"""The mutant catalog on the CPU (properties/mutants.py).
+"""The mutant catalog on the CPU (properties/mutants/).
 
 Every edit still applies exactly once to the current kernel; the real kernel passes the static tier through
 the same copy-and-subprocess path the mutants take (so no kill is vacuous); every mutant declared "static" is
@@ -14,15 +14,16 @@ import numpy as np
 import pytest
 import torch
 
-from kernel import check, routing
+from kernel import routing
 from kernel.layout import META_NUM_CTAS
-from oracles.numpy_model import route as model_route
-from oracles.numpy_model import routing_metadata
-from properties import casefile, mutant_probe, mutants
-from properties.differential import disagreements
-from properties.implementations import REGISTRY, Implementation, Outputs
-from properties.mutants import CATALOG, EQUIVALENT, STATIC, MutantEditError
+from properties.engine import casefile, device
+from properties.engine.cases import Outputs
+from properties.engine.compare import disagreements
+from properties.engine.implementations import REGISTRY
 from properties.families import batches, families
+from properties.mutants import catalog, runner
+from properties.mutants import probe as mutant_probe
+from properties.mutants.catalog import CATALOG, EQUIVALENT, STATIC, MutantEditError
 
 MIN_MUTANTS = 12
 STATIC_MUTANTS = [m for m in CATALOG if STATIC in m.kills]
@@ -30,7 +31,7 @@ SAVED_CASES = sorted(mutant_probe.CORPUS_DIR.glob("*.json"))
 
 
 def test_the_catalog_applies_to_the_current_kernel():
-    mutants.check_catalog()
+    catalog.check_catalog()
     assert len(CATALOG) >= MIN_MUTANTS
     assert all(m.kills for m in CATALOG) and not any(m.kills for m in EQUIVALENT)
 
@@ -39,25 +40,25 @@ def test_the_catalog_applies_to_the_current_kernel():
                                         ("routing.py", "Int32(PADDING)"), ("network.py", "SORT8")],
                          ids=["missing", "more than once", "not a target"])
 def test_an_edit_that_does_not_apply_exactly_once_stops_the_run(target, old):
-    mutant = mutants._mutant("broken", "an edit that cannot apply", (STATIC,), (target, old, "x"))
+    mutant = catalog._mutant("broken", "an edit that cannot apply", (STATIC,), (target, old, "x"))
     with pytest.raises(MutantEditError, match="broken"):
-        mutants.mutated_sources(mutant)
+        catalog.mutated_sources(mutant)
     with pytest.raises(MutantEditError):
-        mutants.check_catalog(CATALOG + (mutant,))
+        catalog.check_catalog(CATALOG + (mutant,))
 
 
 def test_a_copy_carries_the_edit_and_nothing_else(tmp_path):
     mutant = next(m for m in CATALOG if m.name == "eps_1e-20")
-    copy = mutants.materialise(mutant, tmp_path)
-    for source in mutants.KERNEL_DIR.glob("*.py"):
+    copy = catalog.materialise(mutant, tmp_path)
+    for source in catalog.KERNEL_DIR.glob("*.py"):
         edited = (copy / source.name).read_text()
-        want = mutants.mutated_sources(mutant).get(source.name, source.read_text())
+        want = catalog.mutated_sources(mutant).get(source.name, source.read_text())
         assert edited == want, source.name
     assert "Imm(0x1E3CE508)" in (copy / "routing.py").read_text()
 
 
 def test_the_real_kernel_passes_the_static_tier_and_the_equivalent_edits_escape_it():
-    outcomes = mutants._pool_run([(None, STATIC, ())] + [(m, STATIC, ()) for m in EQUIVALENT], 2, print)
+    outcomes = runner._pool_run([(None, STATIC, ())] + [(m, STATIC, ()) for m in EQUIVALENT], 2, print)
     real = outcomes[("real", STATIC)]
     assert real.error is None and real.killed is False, real.error or real.evidence
     assert len(real.ptx) == 4
@@ -69,7 +70,7 @@ def test_the_real_kernel_passes_the_static_tier_and_the_equivalent_edits_escape_
 
 @pytest.mark.parametrize("mutant", STATIC_MUTANTS, ids=lambda m: m.name)
 def test_the_static_tier_kills(mutant):
-    outcome = mutants.run_probe(mutant, STATIC)
+    outcome = runner.run_probe(mutant, STATIC)
     assert outcome.error is None, outcome.error
     assert outcome.killed, f"{mutant.name} survived the static checks"
     print("\n".join(outcome.evidence[:4]))
@@ -77,60 +78,46 @@ def test_the_static_tier_kills(mutant):
 
 # ---------------------------------------------------------------------------------------------- differential
 
-def _flip_weights_of_rows_with_inf(ids, weight_bits, metadata, rows, local):
-    weight_bits[np.isposinf(rows).any(axis=1), 0] ^= 1
+def _flip_weights_of_rows_with_inf(case, ids, weight_bits, metadata):
+    weight_bits[:case.b][np.isposinf(case.logits).any(axis=1), 0] ^= 1
 
 
-def _extra_cta_from_tile_3(ids, weight_bits, metadata, rows, local):
-    if local is not None and local.tile >= 3:
+def _extra_cta_from_tile_3(case, ids, weight_bits, metadata):
+    if case.has_metadata and case.tile_n >= 3:
         metadata[META_NUM_CTAS] += 1
 
 
-def _no_fault(ids, weight_bits, metadata, rows, local):
+def _no_fault(case, ids, weight_bits, metadata):
     pass
 
 
-def _fake_call_route(fault):
-    """check.call_route stand-in: the model's outputs written into the (CPU) buffers, then ``fault``."""
+def _fake_launch(fault):
+    """device.launch stand-in: the model's outputs written into the (CPU) buffers, then ``fault``."""
 
-    def call_route(buffers, scale, renormalize, local):
-        rows, bias = buffers.logits.numpy(), buffers.bias.numpy()
-        ids, weights = model_route(rows, bias, scale, renormalize)
-        buffers.ids.copy_(torch.from_numpy(ids))
-        buffers.weights.copy_(torch.from_numpy(weights))
-        metadata = None if local is None else buffers.metadata_all.numpy()
-        if local is not None:
-            written = routing_metadata(ids, local.offset, local.count, local.tile, fill=check.POISON_METADATA)
-            metadata[:written.size] = written
-        fault(buffers.ids.numpy(), buffers.weights.view(torch.int32).numpy(), metadata, rows, local)
+    def launch(buffers):
+        case = buffers.case
+        want = REGISTRY["model"].run(case)
+        buffers.ids.copy_(torch.from_numpy(want.ids))
+        buffers.weights.copy_(torch.from_numpy(want.weights))
+        metadata = None if buffers.metadata_all is None else buffers.metadata_all.numpy()
+        if metadata is not None:
+            metadata[:want.metadata.size] = want.metadata
+        fault(case, buffers.ids_all.numpy(), buffers.weights_all.view(torch.int32).numpy(), metadata)
 
-    return call_route
-
-
-def _fake_cute(fault):
-    """properties.implementations' "cute" stand-in: the model's Outputs, then ``fault``."""
-
-    def run(case):
-        out = REGISTRY["model"].run(case)
-        ids, weights = out.ids.copy(), out.weights.copy()
-        metadata = None if out.metadata is None else out.metadata.copy()
-        fault(ids, weights.view(np.int32), metadata, case.logits, mutant_probe.from_routing_case(case).local)
-        return Outputs(ids, weights, metadata)
-
-    return Implementation("cute", run, lambda: None)
+    return launch
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
-    """The probe's differential path on CPU tensors, saving into tmp_path; returns a fault setter."""
-    monkeypatch.setattr(mutant_probe, "DEVICE", "cpu")
-    monkeypatch.setattr(mutant_probe, "_synchronize", lambda: None)
+    """The engine's kernel path on CPU tensors (the probe's sweep and the registry's "cute" both), saving into
+    tmp_path; returns a fault setter."""
+    monkeypatch.setattr(device, "target", lambda: torch.device("cpu"))
+    monkeypatch.setattr(device, "synchronize", lambda: None)
     monkeypatch.setattr(mutant_probe, "CORPUS_DIR", tmp_path)
     monkeypatch.setattr(routing, "prepare", lambda renormalize=True: None)
 
     def set_fault(fault):
-        monkeypatch.setattr(check, "call_route", _fake_call_route(fault))
-        monkeypatch.setitem(REGISTRY, "cute", _fake_cute(fault))
+        monkeypatch.setattr(device, "launch", _fake_launch(fault))
 
     return set_fault
 
@@ -177,14 +164,15 @@ def test_an_exact_kernel_survives_the_whole_sweep(fake_gpu):
 
 def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():
     plan = list(mutant_probe.case_plan(families(), batches))
-    assert {c.label.split(" b=")[0] for c in plan} == {f.name for f in families()}
-    assert {len(c.rows) for c in plan} == set(range(1, 9))
-    assert {(c.renormalize, c.local is None) for c in plan} == {(r, m) for r in (True, False) for m in (True, False)}
+    prefix = mutant_probe.GENERATOR_PREFIX
+    assert {c.generator.removeprefix(prefix).split(" b=")[0] for c in plan} == {f.name for f in families()}
+    assert {c.b for c in plan} == set(range(1, 9))
+    assert {(c.renormalize, c.has_metadata) for c in plan} == {(r, m) for r in (True, False) for m in (True, False)}
     assert {np.float32(c.scale).view(np.uint32) for c in plan} == set(mutant_probe.SCALE_BITS)
-    requests = [c for c in plan if c.local is not None]
-    assert {c.local.tile for c in requests} == set(mutant_probe.TILES)
-    kinds = {(c.local.offset == 0 and c.local.count == 256, c.local.count == 1, c.local.offset + c.local.count == 256)
-             for c in requests}
+    requests = [c for c in plan if c.has_metadata]
+    assert {c.tile_n for c in requests} == set(mutant_probe.TILES)
+    kinds = {(c.local_expert_offset == 0 and c.num_local_experts == 256, c.num_local_experts == 1,
+              c.local_expert_offset + c.num_local_experts == 256) for c in requests}
     assert len(kinds) >= 4, kinds
 
 

@@ -1,4 +1,4 @@
-"""The mutant catalog on the GPU: both tiers on every mutant of properties/mutants.py and on the real kernel.
+"""The mutant catalog on the GPU: both tiers on every mutant of properties/mutants/catalog.py and on the real kernel.
 
 Every mutant must be killed (each declared tier killing it), every differential kill minimised and saved to
 corpora/mutants/<mutant>.json, and the real kernel must pass both tiers and match the model on every saved
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from properties import mutants
-from properties.mutants import CATALOG, DIFFERENTIAL
+from properties.mutants import runner
+from properties.mutants.catalog import CATALOG, DIFFERENTIAL
 
 pytestmark = pytest.mark.gpu
 
 
 def test_every_mutant_is_killed_and_the_real_kernel_passes():
-    record = mutants.run(tier="gpu", report=mutants.DEFAULT_REPORT)
+    record = runner.run(tier="gpu", report=runner.DEFAULT_REPORT)
     assert record["verdict"] == "PASS", "\n".join(record["failures"])
     assert [row["mutant"] for row in record["mutants"]] == [m.name for m in CATALOG]
     for row in record["mutants"]:

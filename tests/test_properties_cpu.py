@@ -14,21 +14,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import oracles.numpy_model as model
-from kernel.layout import EXPERTS, TOP_K, metadata_size
+from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K, metadata_size
 from oracles.numpy_model.primitives import LOG2E
-from properties import casefile
-from properties.cases import f32, f32_bits
+from properties.engine import casefile
 from properties.corpus import draw_cases
-from properties.implementations import METADATA_POISON, run_all
+from properties.engine.implementations import run_all
+from properties.engine.poison import METADATA_POISON
+from properties.families import families
+from properties.floats import f32, f32_bits
 from properties.invariants import metadata_violations
-from properties.strategies import (
-    EXPERTS_PER_LANE,
-    GENERATORS,
-    TESTFLOAT_EXPONENTS,
-    TESTFLOAT_SIGNIFICANDS,
-    any_case,
-    local_ranges,
-)
+from properties import edge_cases
+from properties.draws import local_ranges
+from properties.strategies import GENERATORS, TESTFLOAT_EXPONENTS, TESTFLOAT_SIGNIFICANDS, any_case
 
 DIV_FULL_SCALING_T = 126.0  # 1 + 2^t > 2^126 above it
 EX2_OVERFLOW_T = 128.0  # 2^t overflows from it on
@@ -126,6 +123,13 @@ EDGE_CASES = {
 
 def test_every_generator_has_an_edge_case_check():
     assert sorted(EDGE_CASES) == sorted(GENERATORS)
+
+
+def test_generators_and_families_name_their_edge_cases_from_one_catalog():
+    """Every name of properties/edge_cases.py is used, and only those (an unknown name fails at import)."""
+    assert set(GENERATORS) | {family.name for family in families()} == set(edge_cases.EDGE_CASES)
+    with pytest.raises(ValueError, match="ties_at_the_eighth_place"):
+        edge_cases.require(["tie_at_eighth_place", "ties_at_the_eighth_place"], "a test")
 
 
 @pytest.mark.parametrize("generator", sorted(GENERATORS))

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties import casefile
-from properties.differential import check_case
-from properties.implementations import REAL, unavailable
+from properties.engine import casefile
+from properties.engine.compare import check_case
+from properties.engine.implementations import REAL, unavailable
 from properties.replay import replay
 from properties.strategies import GENERATORS
 

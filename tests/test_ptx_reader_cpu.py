@@ -1,7 +1,8 @@
-"""kernel.ptx on small hand-written PTX whose answers are known, so the kernel's static checks (and the
-gate that reuses the reader) can fail."""
+"""oracles/ptx (reader, flow, sass) on small hand-written PTX whose answers are known, so the kernel's static
+checks (and the gate that reuses the reader) can fail."""
 
-from kernel import ptx
+from oracles.ptx import flow, sass
+from oracles.ptx.reader import parse
 
 PTX = """
 //
@@ -48,7 +49,7 @@ $L__BB0_9:
 
 
 def test_loads_are_placed_on_the_control_flow_and_traced_to_parameters():
-    loads = ptx.global_loads(PTX)
+    loads = flow.global_loads(PTX)
     summary = [(load.instruction.opcode, sorted(load.params), load.before_wait, load.after_wait) for load in loads]
     assert summary == [("ld.global.v4.f32", [1], True, False),
                        ("ld.global.f32", [0], False, True),
@@ -56,24 +57,24 @@ def test_loads_are_placed_on_the_control_flow_and_traced_to_parameters():
 
 
 def test_branches_after_the_wait_include_blocks_laid_out_after_ret():
-    branches = ptx.branches_after_wait(PTX)
+    branches = flow.branches_after_wait(PTX)
     assert [(b.opcode, b.operands) for b in branches] == [("bra", ("$L__BB0_9",)), ("bra.uni", ("$L__BB0_2",))]
 
 
 def test_reachability_stops_at_the_named_opcode():
-    program = ptx.parse(PTX)
-    before, after = ptx.wait_regions(program)
-    launch = next(i.index for i in program.instructions if i.opcode == ptx.LAUNCH_DEPENDENTS)
+    program = parse(PTX)
+    before, after = flow.wait_regions(program)
+    launch = next(i.index for i in program.instructions if i.opcode == flow.LAUNCH_DEPENDENTS)
     store = next(i.index for i in program.instructions if i.opcode == "st.global.f32")
     assert launch in before and launch in after
     assert store in after and store not in before
-    assert store not in ptx.reachable(program, launch)
+    assert store not in flow.reachable(program, launch)
 
 
 def test_sass_opcodes_drop_predicates_and_operands():
-    sass = """
+    text = """
         /*0130*/                   LDG.E.128 R8, desc[UR4][R12.64] ;       /* 0x000000040c087981 */
         /*0150*/                   ACQBULK ;                               /* 0x000000000000782e */
         /*02d0*/              @!P2 FMUL R16, R16, 0.5 ;                    /* 0x3f0000001010a820 */
     """
-    assert ptx.sass_opcodes(sass) == ["LDG.E.128", "ACQBULK", "FMUL"]
+    assert sass.sass_opcodes(text) == ["LDG.E.128", "ACQBULK", "FMUL"]

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import triton
 
-from oracles.ptx_float_ops import LEAF, expression, expression_roots, float_immediate, float_ops
+from kernel.layout import WARP as WARP_SIZE
+from oracles.ptx.float_ops import LEAF, expression, expression_roots, float_immediate, float_ops
 from oracles.triton_codegen import compile_ptx, compile_sass
 from oracles.triton_routing import N_EXPERTS, NUM_WARPS, ROUTER_SCORE_DIVISION_EPS, TOP_K
 
-WARP_SIZE = 32
 EXPERTS_PER_THREAD = N_EXPERTS // (WARP_SIZE * NUM_WARPS)
 
 

@@ -1,17 +1,22 @@
 """The Triton oracle on the GPU, bit for bit against the NumPy model, and the same under CUDA graph replay.
 
-Inputs: properties/families.py (14 families of fixed-seed adversarial rows). Equality is exact:
-ids equal and weight bit patterns equal.
+Inputs: properties/families.py (14 families of fixed-seed adversarial rows). Equality is exact (the engine's
+bitwise comparison, properties/engine/compare.py): ids equal and weight bit patterns equal.
 """
 
 import numpy as np
 import pytest
 import torch
 
-from oracles.ptx_float_ops import float_ops, parse_instructions
+from kernel.layout import EXPERTS, TOP_K
+from oracles.ptx.float_ops import float_ops
+from oracles.ptx.reader import instructions
 from oracles.triton_codegen import compile_ptx
 from oracles.triton_routing import fused_musespark1x_routing, launch
-from properties.families import N_EXPERTS, TOP_K, batches, families, from_bits, pooled_rows
+from properties.engine.cases import Outputs
+from properties.engine.compare import describe, disagreements
+from properties.families import batches, families, pooled_rows
+from properties.floats import f32
 
 pytestmark = pytest.mark.gpu
 
@@ -20,7 +25,7 @@ SCALES = {
     "1.0": 1.0,
     "2.5": 2.5,
     "0.0": 0.0,
-    "subnormal": float(from_bits(0x00123456)),
+    "subnormal": float(f32(0x00123456)),
     # scale / (total + 1e-15) overflows to inf whenever total < 1; p = 0 then gives inf * 0.
     "max_float32": float(np.finfo(np.float32).max),
 }
@@ -30,7 +35,6 @@ LARGE_BATCHES = (9, 256, 4096)
 LARGE_BATCH_SCALES = ("2.5", "max_float32")
 GRAPH_SCALE = 2.5
 FAMILIES = families()
-MAX_REPORTED = 6
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +47,13 @@ def on_device(array):
     return torch.from_numpy(np.ascontiguousarray(array)).to(DEVICE)
 
 
-def hexes(weights):
-    return "[" + " ".join(f"{int(x):08x}" for x in weights.view(np.uint32)) + "]"
-
-
-def differing_rows(label, rows, oracle, model):
-    """One line per row whose ids or weight bits differ (at most MAX_REPORTED), else []."""
-    (weights, ids), (model_ids, model_weights) = oracle, model
-    model_ids = np.asarray(model_ids)
-    model_weights = np.asarray(model_weights, dtype=np.float32)
-    assert model_ids.shape == ids.shape and model_weights.shape == weights.shape, label
-    bad = np.flatnonzero((ids != model_ids).any(axis=1)
-                         | (weights.view(np.uint32) != model_weights.view(np.uint32)).any(axis=1))
-    return [f"{label} row {r}: triton ids {ids[r].tolist()} w {hexes(weights[r])}; "
-            f"model ids {model_ids[r].tolist()} w {hexes(model_weights[r])}" for r in bad[:MAX_REPORTED]]
+def differing_rows(label, oracle, reference, reference_name="model"):
+    """One line per output field whose bits differ (the first elements of each), through the engine's bitwise
+    comparison; empty when every bit is equal."""
+    (weights, ids), (want_ids, want_weights) = oracle, reference
+    want = Outputs(np.asarray(want_ids), np.asarray(want_weights, dtype=np.float32), None)
+    found = disagreements({reference_name: want, "triton": Outputs(ids, weights, None)}, reference=reference_name)
+    return [f"{label}: {describe(d)}" for d in found]
 
 
 def route_on_gpu(rows, bias, scale, renormalize):
@@ -73,7 +70,7 @@ def compare_batches(cases, scale, renormalize, route):
     compared, lines = 0, []
     for label, rows, bias in cases:
         oracle = route_on_gpu(rows, bias, scale, renormalize)
-        lines += differing_rows(label, rows, oracle, route(rows, bias, scale, renormalize=renormalize))
+        lines += differing_rows(label, oracle, route(rows, bias, scale, renormalize=renormalize))
         compared += len(rows)
     return compared, lines
 
@@ -92,7 +89,7 @@ def large_cases(n):
 @pytest.mark.parametrize("b", SMALL_BATCHES)
 def test_small_batches_match_the_numpy_model(b, renormalize, scale, model_route):
     compared, lines = compare_batches(small_cases(b), SCALES[scale], renormalize, model_route)
-    assert compared and not lines, f"{len(lines)}+ mismatching rows of {compared}:\n" + "\n".join(lines)
+    assert compared and not lines, f"{len(lines)} differing fields in {compared} rows:\n" + "\n".join(lines)
 
 
 @pytest.mark.parametrize("scale", LARGE_BATCH_SCALES)
@@ -100,15 +97,15 @@ def test_small_batches_match_the_numpy_model(b, renormalize, scale, model_route)
 @pytest.mark.parametrize("n", LARGE_BATCHES)
 def test_large_batches_match_the_numpy_model(n, renormalize, scale, model_route):
     compared, lines = compare_batches(large_cases(n), SCALES[scale], renormalize, model_route)
-    assert compared and not lines, f"{len(lines)}+ mismatching rows of {compared}:\n" + "\n".join(lines)
+    assert compared and not lines, f"{len(lines)} differing fields in {compared} rows:\n" + "\n".join(lines)
 
 
 class StaticCall:
     """fused_musespark1x_routing on fixed input and output buffers, as a CUDA graph captures it."""
 
     def __init__(self, b, renormalize):
-        self.logits = torch.zeros(b, N_EXPERTS, dtype=torch.float32, device=DEVICE)
-        self.bias = torch.zeros(N_EXPERTS, dtype=torch.float32, device=DEVICE)
+        self.logits = torch.zeros(b, EXPERTS, dtype=torch.float32, device=DEVICE)
+        self.bias = torch.zeros(EXPERTS, dtype=torch.float32, device=DEVICE)
         self.weights = torch.empty(b, TOP_K, dtype=torch.float32, device=DEVICE)
         self.ids = torch.empty(b, TOP_K, dtype=torch.int32, device=DEVICE)
         self.renormalize = renormalize
@@ -154,9 +151,9 @@ def test_graph_replay_equals_eager(b, renormalize):
         torch.cuda.synchronize()
         replayed = (call.weights.cpu().numpy(), call.ids.cpu().numpy())
         eager_weights, eager_ids = route_on_gpu(rows, bias, GRAPH_SCALE, renormalize)
-        lines += differing_rows(label, rows, replayed, (eager_ids, eager_weights))
+        lines += differing_rows(label, replayed, (eager_ids, eager_weights), "eager")
         compared += len(rows)
-    assert compared and not lines, f"replay differs from eager on {len(lines)}+ rows of {compared}:\n" + \
+    assert compared and not lines, f"replay differs from eager in {len(lines)} fields of {compared} rows:\n" + \
         "\n".join(lines)
 
 
@@ -176,7 +173,7 @@ def test_launched_kernel_is_the_one_checked_on_cpu(renormalize):
     call = StaticCall(1, renormalize)
     kernel = launch(call.logits, call.bias, call.weights, call.ids, GRAPH_SCALE, renormalize)
     launched, ahead_of_time = kernel.asm["ptx"], compile_ptx(renormalize)
-    assert [i.opcode for i in parse_instructions(launched)] == [i.opcode for i in parse_instructions(ahead_of_time)]
+    assert [i.opcode for i in instructions(launched)] == [i.opcode for i in instructions(ahead_of_time)]
     assert float_ops(launched) == float_ops(ahead_of_time)
 
 
@@ -193,10 +190,10 @@ def test_nan_is_refused_before_anything_is_written(name):
 
 def test_bias_on_another_device_is_refused():
     with pytest.raises(ValueError, match="^bias must be on the device of logits"):
-        fused_musespark1x_routing(torch.zeros(1, N_EXPERTS, device=DEVICE), torch.zeros(N_EXPERTS))
+        fused_musespark1x_routing(torch.zeros(1, EXPERTS, device=DEVICE), torch.zeros(EXPERTS))
 
 
 def test_an_empty_batch_gives_empty_outputs():
-    weights, ids = fused_musespark1x_routing(torch.zeros(0, N_EXPERTS, device=DEVICE),
-                                             torch.zeros(N_EXPERTS, device=DEVICE))
+    weights, ids = fused_musespark1x_routing(torch.zeros(0, EXPERTS, device=DEVICE),
+                                             torch.zeros(EXPERTS, device=DEVICE))
     assert weights.shape == ids.shape == (0, TOP_K) and ids.dtype == torch.int32

@@ -10,15 +10,14 @@ Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the 
 """
 
 import argparse
-import datetime
 import json
-import os
 import sys
 import time
 
 import numpy as np
 import torch
 
+from oracles import provenance
 from oracles.mufu import fit, hardware, interpolator, sample, tables
 
 DATA = tables.DATA_DIR
@@ -35,10 +34,7 @@ def _synchronize():
 
 
 def _provenance():
-    prov = hardware.describe()
-    prov["commit"] = os.environ.get("GIT_COMMIT", "unknown")
-    prov["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return prov
+    return {**provenance.gpu(), "commit": provenance.commit(), "date": provenance.utc_now()}
 
 
 def _cuda_bits(bits):

@@ -76,19 +76,3 @@ def bit_range(start, count, device="cuda"):
     v = torch.arange(start, start + count, dtype=torch.int64, device=device) & 0xFFFFFFFF
     return torch.where(v >= 2**31, v - 2**32, v).to(torch.int32).view(torch.float32)
 
-
-def describe():
-    """Provenance of the GPU and the software that produced a measurement."""
-    import subprocess
-
-    props = torch.cuda.get_device_properties(0)
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, check=True).stdout.strip().splitlines()[0]
-    except (OSError, subprocess.CalledProcessError, IndexError):
-        driver = "unknown"
-    import numpy
-
-    return {"gpu": props.name, "compute_capability": f"{props.major}.{props.minor}", "driver": driver,
-            "cuda": torch.version.cuda, "torch": torch.__version__, "triton": triton.__version__,
-            "numpy": numpy.__version__}

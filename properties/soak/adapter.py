@@ -20,22 +20,21 @@ from kernel.layout import (
 from oracles.numpy_model import route as numpy_route
 from oracles.numpy_model import routing_metadata as numpy_routing_metadata
 from oracles.numpy_model.routing import metadata_rows, route_rows
-from properties import casefile
-from properties.cases import RoutingCase, f32
-from properties.differential import describe, disagreements
-from properties.implementations import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS, Outputs
+from properties.draws import FLT_MAX, SPECIAL_SCALES, SPECIAL_TILES
+from properties.engine import casefile
+from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.compare import describe, disagreements
+from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
+from properties.floats import f32
 from properties.strategies import (
     DENSITIES,
     DIV_FULL_SCALING_INNER,
     DIV_FULL_SCALING_REACH,
     EX2_OVERFLOW_EDGE,
     EX2_OVERFLOW_INNER,
-    FLT_MAX,
     GENERATORS,
     SATURATED_SCORE_EDGE,
     SATURATED_SCORE_INNER,
-    SPECIAL_SCALES,
-    SPECIAL_TILES,
     TESTFLOAT_EXPONENTS,
     TESTFLOAT_SIGNIFICANDS,
 )

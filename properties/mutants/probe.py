@@ -1,17 +1,17 @@
 """One kernel (a mutant's edited copy or the real kernel) through one tier, in a process of its own.
 
-    python -m properties.mutant_probe static|differential|replay --kernel-dir DIR --result PATH --name NAME
-                                      [--description TEXT] [--first-kill] [--case PATH ...]
+    python -m properties.mutants.probe static|differential|replay --kernel-dir DIR --result PATH --name NAME
+                                       [--description TEXT] [--first-kill] [--case PATH ...]
 
-Started by properties.mutants with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests; it first
-checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence": [...],
-"case": path or null} to --result; a kernel that does not compile, or any other error, exits non-zero with
-no result (the runner reports it: a mutant must be killed by a check, not by a broken edit).
+Started by properties/mutants/runner.py with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
+it first checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence":
+[...], "case": path or null} to --result; a kernel that does not compile, or any other error, exits non-zero
+with no result (the runner reports it: a mutant must be killed by a check, not by a broken edit).
 
-static: every variant compiled for sm_90a through kernel/codegen_checks.py (no GPU needed); with
+static: every variant compiled for sm_90a through properties/codegen/checks.py (no GPU needed); with
 --first-kill it stops at the first variant that fails a check (the PTX read before the cubin).
 differential (GPU): the adversarial row families in batches of b = 1..8, both renormalize settings, scales
-cycling through SCALES, each batch also with metadata (tiles cycling through TILES; local ranges of all
+cycling through SCALE_BITS, each batch also with metadata (tiles cycling through TILES; local ranges of all
 experts, none of the picked ones, one picked expert, from the smallest pick on), against the NumPy model bit
 for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
 smallest tile; scale 1.0; a zero bias; each step kept only if the mismatch stays) and saved as a case file.
@@ -20,11 +20,10 @@ replay (GPU): the cases in --case; killed means the kernel's outputs differ from
 The static result also holds each variant's PTX digest, so the runner can tell a mutant that compiles to the
 real kernel.
 
-The sweep compares through kernel/check.py (outputs poisoned in buffers larger than the contract's); the
-minimal case is saved in the case-file format of properties/casefile.py (corpora/README.md) with the model's
-outputs and the mutant's, recorded as "mutant:<name>" through properties/implementations.py, so
-``make replay CASE=corpora/mutants`` on the GPU shows every live implementation agreeing and each recorded
-mutant differing (exit 1, like corpora/examples/).
+Every case is a RoutingCase run through the engine (properties/engine/device.py: outputs poisoned in buffers
+larger than the contract's, compared bit for bit); the minimal case is saved as a case file with the model's
+outputs and the mutant's, recorded as "mutant:<name>", so ``make replay CASE=corpora/mutants`` on the GPU
+shows every live implementation agreeing and each recorded mutant differing (exit 1, like corpora/examples/).
 """
 
 import argparse
@@ -38,53 +37,22 @@ from pathlib import Path
 import numpy as np
 
 from kernel.layout import EXPERTS, MAX_TOKENS
-from properties import casefile
+from oracles.numpy_model import route as model_route
+from properties.engine import casefile
+from properties.engine.cases import RoutingCase
+from properties.engine.compare import describe as describe_disagreement
+from properties.engine.compare import disagreements
+from properties.engine.implementations import REGISTRY
+from properties.families import batches, families
+from properties.floats import f32
 
-ROOT = casefile.REPO_ROOT
 CORPUS_DIR = casefile.CORPORA / "mutants"
 SCALE_BITS = (0x40200000, 0x3F800000, 0x00123456, 0x7F7FFFFF, 0x00000000)  # 2.5, 1, a subnormal, max, 0
 TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
-SIMPLE_SCALE = 1.0
+SIMPLE_SCALE = np.float32(1.0)
 MISMATCH_LINES = 12
-DEVICE = "cuda"
 MUTANT_PREFIX = "mutant:"  # a mutant's outputs in a case file are recorded under "mutant:<name>"
-
-
-def f32(bits):
-    return float(np.uint32(bits).view(np.float32))
-
-
-SCALES = tuple(f32(b) for b in SCALE_BITS)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One routing call: logits rows [b, 256], bias [256], scale, renormalize, metadata request or None."""
-
-    label: str
-    rows: np.ndarray
-    bias: np.ndarray
-    scale: float
-    renormalize: bool
-    local: object  # kernel.check.Local or None
-
-
-def to_routing_case(case):
-    """The case as properties.cases.RoutingCase (what case files hold)."""
-    from properties.cases import RoutingCase
-
-    local = case.local
-    return RoutingCase(np.ascontiguousarray(case.rows), case.bias, np.float32(case.scale), case.renormalize,
-                       local.tile if local else None, local.offset if local else 0, local.count if local else 0,
-                       f"adversarial rows: {case.label}")
-
-
-def from_routing_case(routing_case):
-    from kernel.check import Local
-
-    c = routing_case
-    local = Local(c.local_expert_offset, c.num_local_experts, c.tile_n) if c.has_metadata else None
-    return Case(c.generator, c.logits, c.bias, float(c.scale), c.renormalize, local)
+GENERATOR_PREFIX = "adversarial rows: "
 
 
 # ---------------------------------------------------------------------------------------------- on the GPU
@@ -97,116 +65,108 @@ class Run:
     error: str | None = None
 
 
-def _synchronize():
-    import torch
-
-    torch.cuda.synchronize()
-
-
 def run_case(case):
     """Route ``case`` on fresh poisoned buffers with the imported kernel and compare with the model."""
-    from kernel import check
+    from properties.engine import device
 
-    want = check.expected(case.rows, case.bias, case.scale, case.renormalize, case.local)
-    buffers = check.make_buffers(case.rows, case.bias, case.local, DEVICE)
     try:
-        check.call_route(buffers, case.scale, case.renormalize, case.local)
-        _synchronize()
+        buffers = device.route(case)
     except Exception as exc:  # a mutant may fault the GPU: that is a detection, with the inputs that did it
         return Run([f"the kernel raised {type(exc).__name__}: {exc}"], repr(exc))
-    return Run(check.compare(buffers, want, case.local.tile if case.local else 0))
+    return Run(buffers.mismatches())
 
 
-def _local_requests(ids, tile):
-    """All experts, none of the picked ones (those below the smallest pick), one picked expert, and the
-    experts from the smallest pick on."""
-    from kernel.check import Local
-
+def _local_requests(ids):
+    """(offset, count): all experts, none of the picked ones (those below the smallest pick), one picked
+    expert, and the experts from the smallest pick on."""
     lowest = int(ids.min())
-    return (Local(0, EXPERTS, tile), Local(0, lowest, tile), Local(int(ids[0, 0]), 1, tile),
-            Local(lowest, EXPERTS - lowest, tile))
+    return (0, EXPERTS), (0, lowest), (int(ids[0, 0]), 1), (lowest, EXPERTS - lowest)
 
 
-def case_plan(families, batches):
+def case_plan(all_families, cut):
     """The differential sweep's cases, in order (b = 1 first, every family at each b)."""
-    from oracles.numpy_model import route as model_route
-
     n = 0
     for b in range(1, MAX_TOKENS + 1):
-        for family in families:
-            for i, rows in enumerate(batches(family.rows, b)):
-                label = f"{family.name} b={b} batch {i}"
+        for family in all_families:
+            for i, rows in enumerate(cut(family.rows, b)):
+                generator = f"{GENERATOR_PREFIX}{family.name} b={b} batch {i}"
                 ids = model_route(rows, family.bias, SIMPLE_SCALE, True)[0]
                 for renormalize in (True, False):
-                    scale = SCALES[n % len(SCALES)]
-                    requests = _local_requests(ids, TILES[n % len(TILES)])
-                    yield Case(label, rows, family.bias, scale, renormalize, None)
-                    yield Case(label, rows, family.bias, scale, renormalize, requests[n // len(TILES) % len(requests)])
+                    scale = f32(SCALE_BITS[n % len(SCALE_BITS)])[()]
+                    offset, count = _local_requests(ids)[n // len(TILES) % 4]
+                    plain = RoutingCase(np.ascontiguousarray(rows), family.bias, scale, renormalize, None, 0, 0,
+                                        generator)
+                    yield plain
+                    yield replace(plain, tile_n=TILES[n % len(TILES)], local_expert_offset=offset,
+                                  num_local_experts=count)
                     n += 1
+
+
+def _without_metadata(case):
+    return replace(case, tile_n=None, local_expert_offset=0, num_local_experts=0)
+
+
+def _metadata_trials(case):
+    """Smaller tiles on the same local range, then all experts on the same tile."""
+    trials = [replace(case, tile_n=tile) for tile in range(1, case.tile_n)]
+    return trials + [replace(case, local_expert_offset=0, num_local_experts=EXPERTS)]
 
 
 def minimise(case):
     """A smaller case that still mismatches (``case`` must), and the steps taken."""
-    from kernel.check import Local
-
     def fails(trial):
         return bool(run_case(trial).lines)
 
     steps = []
-    singles = (replace(case, rows=case.rows[r:r + 1], label=f"{case.label} row {r}") for r in range(len(case.rows)))
-    single = next((trial for trial in singles if len(case.rows) > 1 and fails(trial)), None)
+    singles = (case.with_rows([r], f"{case.generator} row {r}") for r in range(case.b))
+    single = next((trial for trial in singles if case.b > 1 and fails(trial)), None)
     if single is not None:
         case = single
-        steps.append(f"one row: {single.label}")
+        steps.append(f"one row: {single.generator}")
     row = 0
-    while len(case.rows) > 1 and row < len(case.rows):
-        trial = replace(case, rows=np.delete(case.rows, row, axis=0))
+    while case.b > 1 and row < case.b:
+        trial = case.with_rows([r for r in range(case.b) if r != row], case.generator)
         if fails(trial):
             case = trial
-            steps.append(f"dropped a row, {len(case.rows)} left")
+            steps.append(f"dropped a row, {case.b} left")
         else:
             row += 1
-    local = case.local
-    if local is not None:
-        if fails(replace(case, local=None)):
-            case = replace(case, local=None)
+    if case.has_metadata:
+        if fails(_without_metadata(case)):
+            case = _without_metadata(case)
             steps.append("no metadata")
         else:
-            for trial in [Local(local.offset, local.count, tile) for tile in range(1, local.tile)] + \
-                         [Local(0, EXPERTS, local.tile)]:
-                if trial != local and fails(replace(case, local=trial)):
-                    case = replace(case, local=trial)
-                    steps.append(f"metadata request {trial}")
+            for trial in _metadata_trials(case):
+                if not trial.same_inputs(case) and fails(trial):
+                    case = trial
+                    steps.append(f"metadata request tile_n={trial.tile_n} "
+                                 f"local=[{trial.local_expert_offset}, +{trial.num_local_experts})")
                     break
-    for field, value in (("scale", SIMPLE_SCALE), ("bias", np.zeros(EXPERTS, np.float32))):
+    for field, value, step in (("scale", SIMPLE_SCALE, "scale 1.0"),
+                               ("bias", np.zeros(EXPERTS, np.float32), "bias all zero")):
         trial = replace(case, **{field: value})
-        if not np.array_equal(np.asarray(getattr(case, field)), np.asarray(value)) and fails(trial):
+        if not trial.same_inputs(case) and fails(trial):
             case = trial
-            steps.append(f"{field} {'1.0' if field == 'scale' else 'all zero'}")
+            steps.append(step)
     return case, steps
 
 
 def save_case(name, description, case, run, first, tried, steps):
-    """Write corpora/mutants/<name>.json in the case-file format of properties/casefile.py: the model's outputs
-    and the mutant's (recorded as "mutant:<name>", through properties/implementations.py's runner of the
-    imported kernel), their disagreements, and how the case was found. Returns its path."""
-    from properties.differential import disagreements
-    from properties.implementations import REGISTRY
-
-    routing_case = to_routing_case(case)
-    outputs = {"model": REGISTRY["model"].run(routing_case)}
+    """Write CORPUS_DIR/<name>.json: the model's outputs and the mutant's (recorded as "mutant:<name>", through
+    the registry's runner of the imported kernel), their disagreements, and how the case was found."""
+    outputs = {"model": REGISTRY["model"].run(case)}
     origin = {"mutant": name, "description": description, "found_by": "python -m properties.mutants",
               "first": first, "cases_tried": tried, "minimised": steps, "mismatch": run.lines[:MISMATCH_LINES]}
     if run.error is None:
-        outputs[MUTANT_PREFIX + name] = REGISTRY["cute"].run(routing_case)
+        outputs[MUTANT_PREFIX + name] = REGISTRY["cute"].run(case)
     else:
         origin["fault"] = run.error  # the device is gone: no outputs of the mutant to record
-    found = disagreements(outputs)
+    found = disagreements(outputs, tile_n=case.tile_n)
     if run.error is None and not found:
         raise RuntimeError(f"{name}: the mismatch lies outside the buffers a case file records:\n"
                            + "\n".join(run.lines[:MISMATCH_LINES]))
     path = CORPUS_DIR / f"{name}.json"
-    casefile.write(path, casefile.CaseFile(routing_case, outputs, casefile.recording(outputs), origin, found))
+    casefile.write(path, casefile.CaseFile(case, outputs, casefile.recording(outputs), origin, found))
     return path
 
 
@@ -214,7 +174,6 @@ def differential(name, description):
     """Sweep case_plan until the first mismatch; minimise it, save it, and check that the saved file
     reproduces it."""
     from kernel import routing
-    from properties.families import batches, families
 
     for renormalize in (True, False):
         routing.prepare(renormalize)
@@ -224,7 +183,7 @@ def differential(name, description):
         run = run_case(case)
         if not run.lines:
             continue
-        first = describe(case)
+        first = case.describe()
         steps = []
         if run.error is None:  # after a fault the context is gone: keep the case that faulted
             case, steps = minimise(case)
@@ -232,28 +191,20 @@ def differential(name, description):
         path = save_case(name, description, case, run, first, tried, steps)
         if run.error is None and not replay_one(path)["killed"]:
             raise RuntimeError(f"{path}: the saved case does not reproduce the mismatch")
-        evidence = [f"case {tried} ({first}) mismatches; minimal: {describe(case)}"] + run.lines[:MISMATCH_LINES]
+        evidence = [f"case {tried} ({first}) mismatches; minimal: {case.describe()}"] + run.lines[:MISMATCH_LINES]
         return {"killed": True, "evidence": evidence, "case": str(path)}
     return {"killed": False, "evidence": [f"{tried} cases bit-exact"], "case": None}
-
-
-def describe(case):
-    return f"{case.label} scale={case.scale!r} renormalize={case.renormalize} local={case.local}"
 
 
 def replay_one(path):
     """The case in ``path`` on the imported kernel; RuntimeError when the model no longer gives the recorded
     model outputs (the case would then test something else)."""
-    from properties.differential import describe as describe_disagreement
-    from properties.differential import disagreements
-    from properties.implementations import REGISTRY
-
     record = casefile.read(path)
     drift = disagreements({"model": REGISTRY["model"].run(record.case), "recorded model": record.outputs["model"]})
     if drift:
         raise RuntimeError(f"{path}: the model's outputs changed since the case was saved: "
                            + "; ".join(map(describe_disagreement, drift)))
-    run = run_case(from_routing_case(record.case))
+    run = run_case(record.case)
     return {"killed": bool(run.lines),
             "evidence": [f"{Path(path).name}: {line}" for line in run.lines[:MISMATCH_LINES]]}
 
@@ -285,9 +236,9 @@ def _problems(checks, variant, where):
 
 
 def static(first_kill):
-    """kernel/codegen_checks.py over every variant; with ``first_kill``, stop at the first variant that
+    """properties/codegen/checks.py over every variant; with ``first_kill``, stop at the first variant that
     fails a check (the PTX checks run before the cubin is disassembled)."""
-    from kernel import codegen_checks
+    from properties.codegen import checks as codegen_checks
 
     evidence = [f"constants: {problem}" for problem in codegen_checks.constant_problems()]
     digests = {}

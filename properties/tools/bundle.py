@@ -1,7 +1,7 @@
 """Offline bundle for GPU runners without package access: the wheels their image lacks and the prebuilt
 FlashInfer oracle library, in parts small enough for one transfer each, with an installer.
 
-    python -m kernel.bundle build [--out build/gpu-bundle] [--part-mb 40]
+    python -m properties.tools.bundle build [--out build/gpu-bundle] [--part-mb 40]
     python3 install.py install STAGE SITE [--repo DIR]   (on the runner, every part copied into STAGE)
 
 ``build`` writes ``OUT/part1 .. partN`` (each at most --part-mb MiB; wheels larger than that are split in
@@ -19,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# Where the repository is when this runs from it (install.py runs from a bundle folder and takes --repo).
+REPO = Path(__file__).resolve().parent.parent.parent
 PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64")

@@ -6,7 +6,7 @@ without .ftz, div.full.f32, no fma); the bias is loaded only before ``griddepcon
 only after it; global writes come only after the wait and none after ``launch_dependents``; without metadata
 no branch follows the wait; the SASS keeps two 128-bit loads on each side of the wait and has no FFMA; no
 local memory; the float constants are the float32 values they name. Used by tests/test_kernel_static_cpu.py
-and by the mutant catalog (properties/mutants.py), which runs them on edited copies of the kernel.
+and by the mutant probe (properties/mutants/probe.py), which runs them on edited copies of the kernel.
 """
 
 import functools
@@ -15,8 +15,10 @@ from collections import Counter
 
 import numpy as np
 
-from kernel import ptx, routing
-from oracles.ptx_float_ops import expression_roots, float_ops
+from kernel import routing
+from oracles.ptx import flow, sass
+from oracles.ptx.float_ops import expression_roots, float_ops
+from oracles.ptx.reader import parse
 from oracles.triton_codegen import compile_ptx as triton_ptx
 
 VARIANTS = tuple(itertools.product((False, True), (False, True)))  # (metadata, renormalize)
@@ -36,7 +38,7 @@ def compile_variant(metadata, renormalize):
 
 def read_cubin(variant):
     """The variant with its cubin's SASS and resource usage added (cuobjdump)."""
-    return {**variant, "sass": ptx.sass(variant["cubin"]), "resources": ptx.resource_usage(variant["cubin"])}
+    return {**variant, "sass": sass.sass(variant["cubin"]), "resources": sass.resource_usage(variant["cubin"])}
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,7 +79,7 @@ def float_problems(variant):
 def load_placement_problems(ptx_text):
     """What is wrong with the global loads: other than two 16-byte bias loads reachable only before the
     wait and two 16-byte logits loads reachable only after it, each pair in program order."""
-    loads = ptx.global_loads(ptx_text)
+    loads = flow.global_loads(ptx_text)
     problems = [f"unexpected load {load.instruction}" for load in loads
                 if load.params not in ({LOGITS_PARAM}, {BIAS_PARAM})
                 or load.instruction.opcode != "ld.global.v4.f32"]
@@ -93,7 +95,7 @@ def load_placement_problems(ptx_text):
 
 def sass_problems(sass_text):
     """The SASS must keep one wait (ACQBULK) with two 128-bit global loads on each side, and no FFMA."""
-    opcodes = ptx.sass_opcodes(sass_text)
+    opcodes = sass.sass_opcodes(sass_text)
     if opcodes.count("ACQBULK") != 1:
         return [f"SASS has {opcodes.count('ACQBULK')} ACQBULK, expected 1"]
     wait = opcodes.index("ACQBULK")
@@ -109,7 +111,7 @@ def branch_problems(variant):
     """Without metadata, no branch may follow the wait (warps past the last row leave before it)."""
     if variant["metadata"]:
         return []
-    return [f"branch after the wait: {inst}" for inst in ptx.branches_after_wait(variant["ptx"])]
+    return [f"branch after the wait: {inst}" for inst in flow.branches_after_wait(variant["ptx"])]
 
 
 def _global_writes(program, indices):
@@ -119,19 +121,19 @@ def _global_writes(program, indices):
 
 def write_placement_problems(ptx_text):
     """Global writes only after the wait, none after the one launch_dependents, and no exit that skips it."""
-    program = ptx.parse(ptx_text)
-    before, after = ptx.wait_regions(program)
+    program = parse(ptx_text)
+    before, after = flow.wait_regions(program)
     problems = [f"global write before the wait: {program.instructions[i]}" for i in _global_writes(program, before)]
     if not _global_writes(program, after):
         problems.append("no global write after the wait")
-    launch = [i.index for i in program.instructions if i.opcode == ptx.LAUNCH_DEPENDENTS]
+    launch = [i.index for i in program.instructions if i.opcode == flow.LAUNCH_DEPENDENTS]
     if len(launch) != 1:
-        return problems + [f"{len(launch)} {ptx.LAUNCH_DEPENDENTS}, expected 1"]
-    problems += [f"global write after {ptx.LAUNCH_DEPENDENTS}: {program.instructions[i]}"
-                 for i in _global_writes(program, ptx.reachable(program, launch[0]))]
+        return problems + [f"{len(launch)} {flow.LAUNCH_DEPENDENTS}, expected 1"]
+    problems += [f"global write after {flow.LAUNCH_DEPENDENTS}: {program.instructions[i]}"
+                 for i in _global_writes(program, flow.reachable(program, launch[0]))]
     exits = [i.index for i in program.instructions if i.base in ("ret", "exit")]
-    if set(exits) & ptx.reachable(program, 0, stop_opcode=ptx.LAUNCH_DEPENDENTS):
-        problems.append(f"an exit is reachable without passing {ptx.LAUNCH_DEPENDENTS}")
+    if set(exits) & flow.reachable(program, 0, stop_opcode=flow.LAUNCH_DEPENDENTS):
+        problems.append(f"an exit is reachable without passing {flow.LAUNCH_DEPENDENTS}")
     return problems
 
 

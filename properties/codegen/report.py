@@ -1,12 +1,13 @@
-"""``python -m kernel.report``: compile every routing variant for sm_90a (no GPU needed) and print, for each,
-its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
+"""``python -m properties.codegen.report``: compile every routing variant for sm_90a (no GPU needed) and print,
+for each, its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
 wait, and its registers, shared memory and local memory (spills) from the cubin."""
 
 import itertools
 from collections import Counter
 
-from kernel import ptx, routing
-from oracles.ptx_float_ops import float_ops
+from kernel import routing
+from oracles.ptx import flow, sass
+from oracles.ptx.float_ops import float_ops
 
 PARAM_NAMES = {0: "logits", 1: "bias"}
 
@@ -14,13 +15,13 @@ PARAM_NAMES = {0: "logits", 1: "bias"}
 def describe(metadata, renormalize):
     text, cubin = routing.compile_artifacts(metadata, renormalize)
     loads = ", ".join(f"{'+'.join(PARAM_NAMES.get(p, str(p)) for p in sorted(load.params))}:"
-                      f"{'before' if load.before_wait else 'after'}" for load in ptx.global_loads(text))
+                      f"{'before' if load.before_wait else 'after'}" for load in flow.global_loads(text))
     return "\n".join([
         f"metadata={metadata} renormalize={renormalize}",
         f"  float ops: {dict(Counter(op.opcode for op in float_ops(text)))}",
         f"  global loads vs wait: {loads}",
-        f"  branches after wait: {len(ptx.branches_after_wait(text))}",
-        f"  resources: {ptx.resource_usage(cubin)}",
+        f"  branches after wait: {len(flow.branches_after_wait(text))}",
+        f"  resources: {sass.resource_usage(cubin)}",
     ])
 
 

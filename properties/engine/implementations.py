@@ -7,9 +7,8 @@
 - "broken": the model with ties won by the highest index, a deliberate bug that exists only while the
   environment sets ROUTING_INJECT_BROKEN=1; it shows that a disagreement is caught, saved and replayed.
 
-Every output buffer an implementation writes into starts poisoned, so an element it leaves untouched is
-compared too: metadata with METADATA_POISON (the model's fill, FlashInfer's poison), ids with IDS_POISON,
-weights with the NaN WEIGHT_POISON_BITS (the H200 writes every NaN as 0x7FFFFFFF).
+Every output buffer an implementation writes into starts poisoned (properties/engine/poison.py), so an element
+it leaves untouched is compared too.
 """
 
 import importlib
@@ -21,29 +20,15 @@ from typing import Callable
 import numpy as np
 
 import oracles.numpy_model as model
-from kernel.layout import EXPERTS, TOP_K, metadata_size
-from oracles.flashinfer_routing import DEFAULT_POISON
+from kernel.layout import EXPERTS, TOP_K
+from oracles.provenance import cuda_reason
+from properties.engine.cases import Outputs
+from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
 
-METADATA_POISON = DEFAULT_POISON  # every writer writes values >= -1 there
-IDS_POISON = 0x7F7F7F7F
-WEIGHT_POISON_BITS = 0x7FBADBAD
 BROKEN_ENV = "ROUTING_INJECT_BROKEN"
 REFERENCE = "model"
 # The implementations a GPU machine must run; "broken" is never required.
 REAL = ("model", "triton", "cute", "flashinfer")
-FIELDS = ("ids", "weights", "metadata")
-
-
-@dataclass(frozen=True, eq=False)
-class Outputs:
-    """What one implementation wrote; None for a field it does not produce.
-
-    ids int32 [b, 8], weights float32 [b, 8], metadata int32 [metadata_size(tile_n)].
-    """
-
-    ids: np.ndarray | None
-    weights: np.ndarray | None
-    metadata: np.ndarray | None
 
 
 def _model_metadata(case, ids):
@@ -67,43 +52,26 @@ def _run_broken(case):
     return Outputs(ids, weights, _model_metadata(case, ids))
 
 
-def _device_inputs(case):
-    import torch
-
-    device = torch.device("cuda", torch.cuda.current_device())
-    return (torch.from_numpy(case.logits).to(device), torch.from_numpy(case.bias).to(device),
-            torch.full((case.b, TOP_K), IDS_POISON, dtype=torch.int32, device=device),
-            torch.full((case.b, TOP_K), WEIGHT_POISON_BITS, dtype=torch.int32, device=device).view(torch.float32))
-
-
-def _host(ids, weights, metadata=None):
-    import torch
-
-    torch.cuda.synchronize()
-    return Outputs(ids.cpu().numpy(), weights.cpu().numpy(), None if metadata is None else metadata.cpu().numpy())
-
-
 def _run_triton(case):
+    import torch
+
     from oracles.triton_routing import fused_musespark1x_routing
 
-    logits, bias, ids, weights = _device_inputs(case)
-    fused_musespark1x_routing(logits, bias, renormalize=case.renormalize, routed_scaling_factor=float(case.scale),
+    device = torch.device("cuda", torch.cuda.current_device())
+    ids = torch.full((case.b, TOP_K), IDS_POISON, dtype=torch.int32, device=device)
+    weights = torch.full((case.b, TOP_K), WEIGHT_POISON_BITS, dtype=torch.int32, device=device).view(torch.float32)
+    fused_musespark1x_routing(torch.from_numpy(case.logits).to(device), torch.from_numpy(case.bias).to(device),
+                              renormalize=case.renormalize, routed_scaling_factor=float(case.scale),
                               out_weights=weights, out_ids=ids)
-    return _host(ids, weights)
+    torch.cuda.synchronize()
+    return Outputs(ids.cpu().numpy(), weights.cpu().numpy(), None)
 
 
 def _run_cute(case):
-    import torch
-    from kernel.routing import route
+    """The kernel through the harness's poisoned buffers; the outputs its contract covers."""
+    from properties.engine import device
 
-    logits, bias, ids, weights = _device_inputs(case)
-    if not case.has_metadata:
-        route(logits, bias, ids, weights, float(case.scale), case.renormalize)
-        return _host(ids, weights)
-    metadata = torch.full((metadata_size(case.tile_n),), METADATA_POISON, dtype=torch.int32, device=logits.device)
-    route(logits, bias, ids, weights, float(case.scale), case.renormalize, metadata, case.local_expert_offset,
-          case.num_local_experts, case.tile_n)
-    return _host(ids, weights, metadata)
+    return device.route(case).contract()
 
 
 def _run_flashinfer(case):
@@ -115,16 +83,6 @@ def _run_flashinfer(case):
     result = dyn_block_metadata(ids, case.local_expert_offset, case.num_local_experts, case.tile_n,
                                 poison=METADATA_POISON)
     return Outputs(None, None, to_meta(result))
-
-
-@lru_cache(maxsize=None)
-def cuda_reason():
-    """None when a CUDA device is usable, else why not."""
-    try:
-        import torch
-    except ImportError as exc:
-        return f"torch is not importable ({exc})"
-    return None if torch.cuda.is_available() else "no CUDA device on this machine"
 
 
 def _probe(load):

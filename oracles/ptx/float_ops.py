@@ -15,6 +15,8 @@ import collections
 import dataclasses
 import re
 
+from oracles.ptx.reader import instructions
+
 LEAF = "?"
 FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f32x2", "f64"})
 VALUE_OPS = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
@@ -25,15 +27,6 @@ _NO_DESTINATION = frozenset({"st", "bra", "ret", "exit", "bar", "barrier", "memb
                              "trap", "call", "cp", "griddepcontrol", "mbarrier"})
 _FLOAT_IMMEDIATE = re.compile(r"^0[fF][0-9a-fA-F]{8}$")
 _REGISTER = re.compile(r"%?[A-Za-z_$][\w$]*")
-_LABEL = re.compile(r"^[$\w]+:\s*")
-
-
-@dataclasses.dataclass(frozen=True)
-class Instruction:
-    """One PTX instruction: opcode with its modifiers (e.g. `div.full.f32`), operands as written."""
-    opcode: str
-    operands: tuple
-    predicate: str = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,50 +36,6 @@ class FloatOp:
     dst: str
     srcs: tuple
     predicate: str = None
-
-
-def parse_instructions(ptx: str) -> tuple:
-    """Every instruction of the PTX text in program order (directives, labels, comments and braces dropped)."""
-    text = re.sub(r"/\*.*?\*/", " ", ptx, flags=re.S)
-    lines = [re.sub(r"//.*", "", line).strip() for line in text.splitlines()]
-    body = "\n".join(line for line in lines if line and not line.startswith("."))
-    return tuple(ins for stmt in body.split(";") if (ins := _parse_statement(stmt)) is not None)
-
-
-def _parse_statement(stmt):
-    """An Instruction, or None for an empty statement."""
-    stmt = stmt.strip()
-    while True:
-        stripped = _LABEL.sub("", stmt.lstrip("{}() \t\n"))
-        if stripped == stmt:
-            break
-        stmt = stripped
-    if not stmt:
-        return None
-    predicate = None
-    if stmt.startswith("@"):
-        predicate, stmt = stmt.split(None, 1)
-    opcode, _, rest = stmt.replace("\t", " ").partition(" ")
-    rest = rest.strip()
-    operands = tuple(op.strip() for op in split_operands(rest)) if rest else ()
-    return Instruction(opcode, operands, predicate)
-
-
-def split_operands(text):
-    """Split operands on commas outside braces and brackets."""
-    parts, depth, current = [], 0, []
-    for ch in text:
-        if ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return parts
 
 
 def _base(opcode):
@@ -106,11 +55,11 @@ def _destinations(ins):
     return tuple(_REGISTER.findall(ins.operands[0].replace("|", " ")))
 
 
-def _copy_sources(instructions):
+def _copy_sources(program):
     """Register -> what it copies, for `mov` destinations written exactly once."""
-    writes = collections.Counter(r for ins in instructions for r in _destinations(ins))
+    writes = collections.Counter(r for ins in program for r in _destinations(ins))
     copies = {}
-    for ins in instructions:
+    for ins in program:
         if _base(ins.opcode) == "mov" and ins.predicate is None and len(ins.operands) == 2:
             dst, src = ins.operands
             if writes[dst] == 1 and (_FLOAT_IMMEDIATE.match(src) or _REGISTER.fullmatch(src)):
@@ -134,10 +83,10 @@ def float_ops(ptx: str) -> tuple:
 
     Raises ValueError if a float op's destination is written more than once: the trees assume SSA form.
     """
-    instructions = parse_instructions(ptx)
-    copies, writes = _copy_sources(instructions)
+    program = instructions(ptx)
+    copies, writes = _copy_sources(program)
     ops = []
-    for ins in instructions:
+    for ins in program:
         if not is_float_op(ins.opcode):
             continue
         dst, *srcs = ins.operands

@@ -15,11 +15,8 @@ that wrote it, so a disagreement shows as two entries.
 """
 
 import hashlib
-import importlib.metadata
 import json
 import os
-import platform
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from kernel.layout import EXPERTS, TOP_K, metadata_size
-from properties.cases import RoutingCase, f32, f32_bits
-from properties.implementations import FIELDS, METADATA_POISON, Outputs, cuda_reason
+from oracles import provenance
+from properties.engine.cases import FIELDS, Outputs, RoutingCase
+from properties.engine.poison import METADATA_POISON
+from properties.floats import f32, f32_bits
 
 FORMAT = "musespark-routing-case/1"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = provenance.REPO_ROOT
 CORPORA = REPO_ROOT / "corpora"
 REGRESSION_DIR = CORPORA / "regression"
 FAILURES_ENV = "ROUTING_FAILURES_DIR"
@@ -135,32 +134,10 @@ def _ungrouped(grouped, case):
     return {name: Outputs(*(values.get(f) for f in FIELDS)) for name, values in fields.items()}
 
 
-def _commit():
-    if os.environ.get("GIT_COMMIT"):
-        return os.environ["GIT_COMMIT"]
-    try:
-        return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def environment():
     """Where outputs were recorded: the GPU (name, compute capability, driver, CUDA) or None, the packages,
     the commit (GIT_COMMIT, else git), the date."""
-    env = {"gpu": None}
-    if cuda_reason() is None:
-        from oracles.mufu.hardware import describe
-        env.update(describe())
-    packages = {}
-    for dist in PACKAGES:
-        try:
-            packages[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            packages[dist] = None
-    env.update(machine=platform.machine(), python=platform.python_version(), packages=packages, commit=_commit(),
-               date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    return env
+    return provenance.record(PACKAGES)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`make verify`: run everything this machine can run, summarise per oracle, fail on any mismatch.
 
-    python -m properties.gate [--require-gpu] [--reports DIR] [--profile NAME]
+    python -m properties.tools.gate [--require-gpu] [--reports DIR] [--profile NAME]
 
 CPU tier everywhere (model against recorded hardware truth, corpus replay, static codegen checks of the
 kernel and the Triton oracle, the FlashInfer oracle build); GPU tier where a CUDA device exists (every
@@ -16,16 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _gpu_reason():
-    try:
-        import torch
-    except ImportError as exc:
-        return f"torch not importable: {exc}"
-    return None if torch.cuda.is_available() else "no CUDA device"
-
+from oracles.provenance import REPO_ROOT as ROOT
+from oracles.provenance import cuda_reason
 
 def _run_tests(reports, profile, workers):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
@@ -54,7 +46,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     reports = Path(args.reports)
     reports.mkdir(parents=True, exist_ok=True)
-    gpu_reason = _gpu_reason()
+    gpu_reason = cuda_reason()
     profile = args.profile or ("ci" if gpu_reason else "gpu")
     workers = "auto" if gpu_reason else 4
     rc, seconds = _run_tests(reports, profile, workers)

@@ -1,4 +1,4 @@
-"""The benchmark results file (``python -m kernel.bench``): its schema, the targets, and the README tables.
+"""The benchmark results file (``python -m properties.bench``): its schema, the targets, and the README tables.
 
 Pure Python on the JSON the benchmark writes: no GPU, no torch. Times are per launch in microseconds.
 """
@@ -36,7 +36,7 @@ _TOP_KEYS = ("schema", "provenance", "config", "variants", "graph", "pdl_chain",
              "harness", "errors")
 _PROVENANCE_KEYS = ("gpu", "driver", "cuda", "clocks", "torch", "triton", "nvidia-cutlass-dsl", "commit",
                     "date")
-README_BEGIN = "<!-- bench-table:begin (python -m kernel.bench --readme-table FILE --update-readme) -->"
+README_BEGIN = "<!-- bench-table:begin (python -m properties.bench --readme-table FILE --update-readme) -->"
 README_END = "<!-- bench-table:end -->"
 
 

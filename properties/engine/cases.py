@@ -1,20 +1,14 @@
-"""One routing problem: the inputs every implementation receives, held as exact float32 bit patterns."""
+"""One routing problem (the inputs every implementation receives, held as exact float32 bit patterns) and what
+one implementation wrote for it."""
 
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
+from properties.floats import f32_bits
 
-
-def f32(bits):
-    """float32 array (or scalar) with the given uint32 bit patterns."""
-    return np.asarray(bits, np.uint64).astype(np.uint32).view(np.float32)
-
-
-def f32_bits(x):
-    """uint32 bit patterns of float32 ``x``."""
-    return np.asarray(x, np.float32).view(np.uint32)
+FIELDS = ("ids", "weights", "metadata")
 
 
 def _fail(name, contract, got):
@@ -83,6 +77,12 @@ class RoutingCase:
         """The case on logits rows ``order`` (indices into this case's rows), named ``generator``."""
         return replace(self, logits=np.ascontiguousarray(self.logits[list(order)]), generator=generator)
 
+    def describe(self):
+        """One line: the generator, b, scale, renormalize and the metadata request."""
+        request = (f"tile_n={self.tile_n} local=[{self.local_expert_offset}, "
+                   f"{self.local_expert_offset + self.num_local_experts})" if self.has_metadata else "no metadata")
+        return f"{self.generator} b={self.b} scale={float(self.scale)!r} renormalize={self.renormalize} {request}"
+
     def same_inputs(self, other):
         """True when both cases hold the same bits and parameters (the generator name aside)."""
         return (self.logits.shape == other.logits.shape
@@ -91,3 +91,16 @@ class RoutingCase:
                 and f32_bits(self.scale) == f32_bits(other.scale)
                 and (self.renormalize, self.tile_n, self.local_expert_offset, self.num_local_experts)
                 == (other.renormalize, other.tile_n, other.local_expert_offset, other.num_local_experts))
+
+
+@dataclass(frozen=True, eq=False)
+class Outputs:
+    """What one implementation wrote; None for a field it does not produce.
+
+    ids int32 [b, 8], weights float32 [b, 8], metadata int32 [metadata_size(tile_n)]; the kernel's whole
+    buffers (properties/engine/device.py) are larger: [MAX_TOKENS, 8] and metadata with slack.
+    """
+
+    ids: np.ndarray | None
+    weights: np.ndarray | None
+    metadata: np.ndarray | None

@@ -1,5 +1,6 @@
-"""Differential checks: every implementation's outputs against the model's, bit for bit. A disagreement is
-saved as a replayable case file (corpora/failures/) before the check fails."""
+"""The one bitwise comparison: every implementation's outputs against a reference's (the model's), element by
+element, weights as their bit patterns. ``check_case`` saves a disagreement as a replayable case file
+(corpora/failures/) before it fails."""
 
 import os
 
@@ -7,8 +8,10 @@ import hypothesis
 import hypothesis.core
 import numpy as np
 
-from properties.casefile import write_failure
-from properties.implementations import FIELDS, REFERENCE, run_all
+from kernel.layout import metadata_field
+from properties.engine.casefile import write_failure
+from properties.engine.cases import FIELDS
+from properties.engine.implementations import REFERENCE, run_all
 
 MAX_LISTED = 5
 
@@ -25,7 +28,14 @@ def _shown(field, value):
     return f"0x{int(value):08x}" if field == "weights" else str(int(value))
 
 
-def _compare(field, got, want):
+def _element(field, index, tile_n):
+    entry = {"index": [int(i) for i in index]}
+    if field == "metadata" and tile_n is not None:
+        entry["element"] = metadata_field(int(index[0]), tile_n)
+    return entry
+
+
+def _compare(field, got, want, tile_n):
     """None when equal, else a description of where ``got`` differs from ``want``."""
     if want is None:
         return {"count": None, "first": [], "note": "the reference produced no such output"}
@@ -34,14 +44,14 @@ def _compare(field, got, want):
     where = np.argwhere(got != want)
     if where.size == 0:
         return None
-    first = [{"index": [int(i) for i in index], "got": _shown(field, got[tuple(index)]),
+    first = [{**_element(field, index, tile_n), "got": _shown(field, got[tuple(index)]),
               "want": _shown(field, want[tuple(index)])} for index in where[:MAX_LISTED]]
     return {"count": int(len(where)), "first": first}
 
 
-def disagreements(outputs, reference=REFERENCE):
+def disagreements(outputs, reference=REFERENCE, tile_n=None):
     """One dict per (implementation, field) whose bits differ from ``reference``'s; a field an
-    implementation does not produce is not compared."""
+    implementation does not produce is not compared. With ``tile_n``, metadata elements carry their names."""
     want = outputs[reference]
     found = []
     for name, got in outputs.items():
@@ -51,7 +61,7 @@ def disagreements(outputs, reference=REFERENCE):
             got_bits = field_bits(got, field)
             if got_bits is None:
                 continue
-            difference = _compare(field, got_bits, field_bits(want, field))
+            difference = _compare(field, got_bits, field_bits(want, field), tile_n)
             if difference is not None:
                 found.append({"implementation": name, "reference": reference, "field": field, **difference})
     return found
@@ -60,7 +70,8 @@ def disagreements(outputs, reference=REFERENCE):
 def describe(disagreement):
     """One line naming who differs from whom, where and how."""
     d = disagreement
-    where = "; ".join(f"{e['index']}: {e['got']} instead of {e['want']}" for e in d["first"])
+    where = "; ".join(f"{e['index']}{' ' + e['element'] if 'element' in e else ''}: {e['got']} instead of "
+                      f"{e['want']}" for e in d["first"])
     count = d.get("note") or f"{d['count']} element(s) differ, first {where}"
     return f"{d['implementation']} {d['field']} vs {d['reference']}: {count}"
 
@@ -95,7 +106,7 @@ def check_case(case, property_name, names=None):
     """Run the implementations (default: every available one) on ``case``; return their outputs when all
     agree with the model bit for bit, else save the case with every output and raise AssertionError."""
     outputs = run_all(case, names)
-    found = disagreements(outputs)
+    found = disagreements(outputs, tile_n=case.tile_n)
     if not found:
         return outputs
     save, origin = _hypothesis_run()

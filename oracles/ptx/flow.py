@@ -1,0 +1,113 @@
+"""A kernel's control flow around ``griddepcontrol.wait``, read off its PTX: what control can reach, the global
+loads with the kernel parameters their addresses derive from, and the branches after the wait."""
+
+import re
+from dataclasses import dataclass
+
+from oracles.ptx.reader import Instruction, Program, parse
+
+WAIT = "griddepcontrol.wait"
+LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
+_PARAM = re.compile(r"_param_(\d+)\b")
+_REGISTER = re.compile(r"%[a-z]+\d+")
+
+
+def _successors(program: Program, inst: Instruction):
+    if inst.base in ("ret", "exit", "trap"):
+        return [] if not inst.predicate else [inst.index + 1]
+    if inst.base == "bra":
+        target = [program.labels[inst.operands[0]]]
+        return target if not inst.predicate else target + [inst.index + 1]
+    return [inst.index + 1]
+
+
+def reachable(program: Program, start: int, stop_opcode: str | None = None) -> set:
+    """Indices of the instructions that control can reach from instruction ``start`` (itself included),
+    never passing through an instruction whose opcode is ``stop_opcode``."""
+    seen, todo = set(), [start]
+    while todo:
+        index = todo.pop()
+        if index in seen or index >= len(program.instructions):
+            continue
+        inst = program.instructions[index]
+        seen.add(index)
+        if inst.opcode == stop_opcode and index != start:
+            seen.discard(index)
+            continue
+        todo.extend(_successors(program, inst))
+    return seen
+
+
+def _destinations(inst):
+    """The registers an instruction writes: its first operand, a register or a {vector} of them."""
+    if not inst.operands:
+        return []
+    first = inst.operands[0]
+    if first.startswith("{"):
+        return _REGISTER.findall(first)
+    return [first] if _REGISTER.fullmatch(first) else []
+
+
+def _param_dependencies(insts):
+    """For each register, the kernel parameter indices its value derives from (fixed point over loops)."""
+    deps = {}
+    changed = True
+    while changed:
+        changed = False
+        for inst in insts:
+            sources = set()
+            for operand in inst.operands[1:]:
+                sources |= {int(n) for n in _PARAM.findall(operand)}
+                for register in _REGISTER.findall(operand):
+                    sources |= deps.get(register, set())
+            for dst in _destinations(inst):
+                if not sources <= deps.get(dst, set()):
+                    deps[dst] = deps.get(dst, set()) | sources
+                    changed = True
+    return deps
+
+
+@dataclass(frozen=True)
+class GlobalLoad:
+    instruction: Instruction
+    params: frozenset     # kernel parameter indices the address derives from
+    before_wait: bool     # reachable from the entry without passing griddepcontrol.wait
+    after_wait: bool      # reachable from griddepcontrol.wait
+
+
+def wait_index(program: Program) -> int:
+    """Index of the only ``griddepcontrol.wait`` (ValueError unless there is exactly one)."""
+    waits = [inst.index for inst in program.instructions if inst.opcode == WAIT]
+    if len(waits) != 1:
+        raise ValueError(f"expected one {WAIT} in the PTX, found {len(waits)}")
+    return waits[0]
+
+
+def wait_regions(program: Program):
+    """(instructions reachable before the wait, instructions reachable after it), over the control flow."""
+    wait = wait_index(program)
+    return reachable(program, 0, stop_opcode=WAIT), reachable(program, wait) - {wait}
+
+
+def global_loads(ptx: str):
+    """Every global (or generic) load of the kernel, with the kernel parameters its address derives from and
+    where it stands relative to ``griddepcontrol.wait`` on the control flow."""
+    program = parse(ptx)
+    before, after = wait_regions(program)
+    deps = _param_dependencies(program.instructions)
+    loads = []
+    for inst in program.instructions:
+        if inst.base != "ld" or inst.types & {"param", "shared", "local", "const"}:
+            continue
+        address = _REGISTER.search(inst.operands[-1])
+        address = address.group(0) if address else ""
+        loads.append(GlobalLoad(inst, frozenset(deps.get(address, set())), inst.index in before,
+                                inst.index in after))
+    return loads
+
+
+def branches_after_wait(ptx: str):
+    """The branch instructions control can reach after ``griddepcontrol.wait``."""
+    program = parse(ptx)
+    _, after = wait_regions(program)
+    return [program.instructions[i] for i in sorted(after) if program.instructions[i].base == "bra"]

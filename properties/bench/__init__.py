@@ -1,0 +1,9 @@
+"""`make bench`: the kernel against the Triton and FlashInfer routing kernels and PyTorch eager, on a GPU.
+
+    cli.py      the run and the command line (``python -m properties.bench``)
+    problem.py  inputs per b, every variant's buffers, launches and output check (through the engine)
+    timing.py   CUDA-graph timing, the PDL chain, binary resources, the Recorder of results and errors
+    ncu.py      the Nsight Compute pass
+    harness.py  the harness's own throughput and `make verify`'s wall time
+    report.py   the results file's schema, the targets and the README tables (no GPU)
+"""

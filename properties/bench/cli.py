@@ -1,0 +1,174 @@
+"""``make bench``: the routing kernel against the Triton and FlashInfer routing kernels and PyTorch eager,
+for b = 1..8 tokens, and the harness's own throughput. Results go to one JSON file with provenance.
+
+    python -m properties.bench --out properties/results/bench-h200.json [--verify-record FILE ...]
+    python -m properties.bench --readme-table FILE [--update-readme]   # the README tables from a results file
+    python -m properties.bench --time-verify --out FILE                # `make verify`'s wall time on this machine
+
+Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--iterations`` times back to back into one
+CUDA graph; each replay is timed with CUDA events and divided by the launch count; median and minimum over
+``--repetitions`` replays. Before timing, the graph's outputs are poisoned, the graph replayed once and every
+output compared with its reference (the NumPy model bit for bit; FlashInfer's enqueued result with the
+oracle entry), so no timed graph skips its work. The PDL chain puts a producer kernel (it writes the logits,
+or the ids for FlashInfer alone, after letting dependents launch) before every routing launch, and reports
+(producer + routing) minus the producer alone. Nsight Compute, where it runs, gives each kernel's own
+duration (one ncu pass over eager launches). Every measurement is recorded, or its error: one failure does
+not stop the run. Set GIT_COMMIT on a machine whose copy of the tree has no .git.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from kernel import routing
+from kernel.layout import EXPERTS, MAX_TOKENS
+from oracles.provenance import REPO_ROOT, commit, gpu, host, nvidia_smi, utc_now, version
+from properties.bench import report
+from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
+from properties.bench.ncu import ncu_workload, run_ncu
+from properties.bench.problem import Config, Problem
+from properties.bench.report import VARIANT_NAMES, VARIANTS
+from properties.bench.timing import Recorder, bench_problem, error_line, resources
+
+DEFAULT_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"
+# Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
+CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "clocks.applications.graphics",
+                "pstate", "temperature.gpu", "power.draw", "clocks_event_reasons.active")
+
+
+def clocks():
+    """The GPU's clocks and state now, from nvidia-smi (each field, or its error)."""
+    out = {}
+    for field in CLOCK_FIELDS:
+        try:
+            out[field] = nvidia_smi(field)
+        except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+            out[field] = f"unavailable: {error_line(exc)}"
+    return out
+
+
+def provenance():
+    """GPU, driver, CUDA, clocks, package versions, commit and date of this run (on a CUDA device)."""
+    prov = gpu()
+    prov.update({"nvidia-cutlass-dsl": version("nvidia-cutlass-dsl") or "not installed",
+                 "flashinfer": f"flashinfer-python {version('flashinfer-python') or 'not installed'} at run time; "
+                               "library build/flashinfer_oracle/libfi_dyn_block.so from 0.7.2.post1 sources",
+                 "clocks": {"before": clocks()}, "host": host(), "commit": commit(), "date": utc_now()})
+    return prov
+
+
+def run(args):
+    if not torch.cuda.is_available():
+        print("properties.bench: no CUDA device: the benchmark runs on a GPU (--readme-table and --time-verify do "
+              "not need one)", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    rec = Recorder()
+    cfg = Config.from_args(args)
+    results = {"schema": report.SCHEMA, "provenance": provenance(),
+               "config": cfg.as_dict(), "variants": dict(VARIANTS),
+               "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
+               "verify": {n: {} for n in VARIANT_NAMES}}
+    results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
+    print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
+          f"{cfg.repetitions} replays", flush=True)
+    rec.attempt("prepare", routing.prepare, True)
+    first_problem = None
+    for b in cfg.bs:
+        problem = rec.attempt(f"problem b={b}", Problem, b, cfg)
+        if isinstance(problem, dict):
+            for mode in ("graph", "pdl_chain"):
+                for name in VARIANT_NAMES:
+                    results[mode][name][str(b)] = problem
+            continue
+        measured = bench_problem(problem, cfg, rec)
+        for name in VARIANT_NAMES:
+            for mode in ("graph", "pdl_chain", "verify"):
+                results[mode][name][str(b)] = measured[mode][name]
+        for target, stat in measured["producer"].items():
+            results["pdl_chain"]["producer"][target][str(b)] = stat
+        print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)
+        if first_problem is None:
+            first_problem = problem
+    results["provenance"]["clocks"]["after_timing"] = clocks()
+    results["resources"] = resources(rec, first_problem)
+    ncu = {"available": False, "reason": "--no-ncu"} if args.no_ncu else rec.attempt("ncu", run_ncu, args)
+    results["ncu"] = {"available": False, "reason": ncu["error"]} if "error" in ncu else ncu
+    results["harness"] = {
+        "gpu_differential": rec.attempt("gpu differential rate", gpu_differential_rate, args.harness_seconds),
+        "cpu_model": rec.attempt("cpu model rate", cpu_model_rate, args.harness_seconds),
+        "exhaustive_sweep": rec.attempt("exhaustive sweep record", exhaustive_sweep),
+        "verify_records": [rec.attempt(f"verify record {p}", verify_record, p) for p in args.verify_record],
+    }
+    results["errors"] = rec.errors
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    results["targets"] = report.evaluate_targets(results)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print()
+    print(rec.attempt("results table", report.readme_table, results))
+    print(f"{len(rec.errors)} measurement errors; {results['seconds']} s; results in {out}")
+    return 1 if rec.errors else 0
+
+
+def _short(entry):
+    return "error" if "error" in entry else f"{entry['median_us']:.2f}"
+
+
+def readme(args):
+    results = report.check_schema(json.loads(Path(args.readme_table).read_text()))
+    body = report.readme_table(results)
+    if args.update_readme:
+        path = REPO_ROOT / "README.md"
+        path.write_text(report.replace_readme_block(path.read_text(), body))
+    print(body, end="")
+    return 0
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--readme-table", metavar="FILE", help="print the README tables of a results file")
+    mode.add_argument("--time-verify", action="store_true", help="time `make verify`'s recipe; record to --out")
+    mode.add_argument("--ncu-workload", metavar="LABELS", help=argparse.SUPPRESS)
+    parser.add_argument("--update-readme", action="store_true", help="with --readme-table: rewrite README.md's block")
+    parser.add_argument("--out", default=str(DEFAULT_OUT))
+    parser.add_argument("--bs", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
+    parser.add_argument("--iterations", type=int, default=1000, help="launches per CUDA graph")
+    parser.add_argument("--repetitions", type=int, default=20, help="timed replays per graph")
+    parser.add_argument("--tile-n", type=int, default=8)
+    parser.add_argument("--local-expert-offset", type=int, default=0)
+    parser.add_argument("--num-local-experts", type=int, default=EXPERTS)
+    parser.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute pass")
+    parser.add_argument("--ncu-bs", type=int, nargs="+", default=[1, MAX_TOKENS])
+    parser.add_argument("--ncu-launches", type=int, default=3, help="profiled launches per variant and b")
+    parser.add_argument("--harness-seconds", type=float, default=3.0, help="time per harness throughput figure")
+    parser.add_argument("--verify-record", action="append", default=[],
+                        help="a --time-verify record (or several) to include")
+    args = parser.parse_args(argv)
+    if not all(1 <= b <= MAX_TOKENS for b in args.bs + args.ncu_bs):
+        parser.error(f"--bs and --ncu-bs take token counts in 1..{MAX_TOKENS}")
+    if args.iterations < 1 or args.repetitions < 1:
+        parser.error("--iterations and --repetitions must be at least 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.readme_table:
+        return readme(args)
+    if args.time_verify:
+        return time_verify(args.out)
+    if args.ncu_workload:
+        ncu_workload(args)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Timing on the GPU: each variant captured in a CUDA graph of back-to-back launches, its outputs verified
+after one replay, then timed with CUDA events; the PDL chain behind a producer kernel; each kernel's binary
+resources. Every measurement goes through a Recorder, which keeps its result or its error."""
+
+import sys
+import traceback
+
+import torch
+import triton
+import triton.language as tl
+
+from kernel import routing
+from oracles.flashinfer_routing import build
+from oracles.ptx.sass import binary_resource_usage, resource_usage
+from oracles.triton_routing import launch
+from properties.bench.problem import SCALE
+from properties.bench.report import VARIANT_NAMES, summarize
+
+WARMUP_REPLAYS = 3
+
+
+def error_line(exc):
+    """An exception as one line for the results file."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+
+
+class Recorder:
+    """Runs measurements, keeping each result or its error; the run goes on either way."""
+
+    def __init__(self):
+        self.errors = []
+
+    def attempt(self, what, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded, none aborts the run
+            self.errors.append({"what": what, "error": error_line(exc), "trace": traceback.format_exc()[-2000:]})
+            print(f"  {what}: {error_line(exc)}", file=sys.stderr)
+            return {"error": error_line(exc)}
+
+
+@triton.jit
+def _produce(src, dst, n, BLOCK: tl.constexpr):
+    """Let dependents launch, then copy n 32-bit words src -> dst (stands in for the router GEMM)."""
+    tl.extra.cuda.gdc_launch_dependents()
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+
+
+def produce(src, dst):
+    """Enqueue the producer: dst <- src (32-bit words of same-sized contiguous tensors)."""
+    n = dst.numel()
+    _produce[(1,)](src.view(torch.int32), dst.view(torch.int32), n, BLOCK=triton.next_power_of_2(n), num_warps=4)
+
+
+def capture(fn, iterations):
+    """A CUDA graph of ``iterations`` back-to-back calls of ``fn`` (called once eagerly first)."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iterations):
+            fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+def time_graph(graph, iterations, repetitions):
+    """Per-launch µs of each of ``repetitions`` timed replays (after WARMUP_REPLAYS untimed ones). Each
+    timed replay is queued behind an untimed one, so the GPU is busy when its start event passes and the
+    host's submission of the graph is not timed."""
+    for _ in range(WARMUP_REPLAYS):
+        graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(repetitions):
+        graph.replay()
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0 / iterations)
+    return samples
+
+
+def measure(problem, name, fn, cfg, verify, mode):
+    """Capture, verify the graph's outputs once (into verify[mode]), time: a summary, or an error on a
+    mismatch."""
+    graph = capture(fn, cfg.iterations)
+    try:
+        problem.poison(name)
+        graph.replay()
+        lines = problem.mismatches(name)
+        verify[mode] = "; ".join(lines[:3]) if lines else "ok"
+        if lines:
+            return {"error": "outputs wrong after replay: " + verify[mode]}
+        return summarize(time_graph(graph, cfg.iterations, cfg.repetitions))
+    finally:
+        graph.reset()
+
+
+def bench_problem(problem, cfg, rec):
+    """{"graph", "pdl_chain", "producer", "verify"} of every variant for one b."""
+    b = problem.b
+    out = {"graph": {}, "pdl_chain": {}, "producer": {}, "verify": {name: {} for name in VARIANT_NAMES}}
+    for name in VARIANT_NAMES:
+        out["graph"][name] = rec.attempt(f"graph {name} b={b}", measure, problem, name, problem.launcher(name),
+                                         cfg, out["verify"][name], "graph")
+    for target, (src, dst) in (("logits", (problem.logits_src, problem.logits)),
+                               ("ids", (problem.fi_ids_src, problem.fi_ids))):
+        out["producer"][target] = rec.attempt(f"producer {target} b={b}", lambda: summarize(
+            _time_fn(lambda: produce(src, dst), cfg)))
+    for name in VARIANT_NAMES:
+        src, dst = problem.producer_target(name)
+        run = problem.launcher(name)
+        chained = lambda src=src, dst=dst, run=run: (produce(src, dst), run())  # noqa: E731
+        timed = rec.attempt(f"pdl chain {name} b={b}", measure, problem, name, chained, cfg, out["verify"][name],
+                            "pdl_chain")
+        out["pdl_chain"][name] = _minus_producer(timed, out["producer"]["ids" if dst is problem.fi_ids else "logits"])
+    return out
+
+
+def _time_fn(fn, cfg):
+    graph = capture(fn, cfg.iterations)
+    try:
+        return time_graph(graph, cfg.iterations, cfg.repetitions)
+    finally:
+        graph.reset()
+
+
+def _minus_producer(chain, producer):
+    """The routing's share of a producer + routing iteration (median - median, min - min)."""
+    if "error" in chain:
+        return chain
+    if "error" in producer:
+        return {"error": f"producer alone not timed: {producer['error']}", "chain": chain}
+    return {"median_us": chain["median_us"] - producer["median_us"], "min_us": chain["min_us"] - producer["min_us"],
+            "chain": chain, "producer_median_us": producer["median_us"]}
+
+
+def resources(rec, problem):
+    """Registers, shared, local memory and stack of each kernel's binary (cuobjdump): the CuTe variants
+    compiled for sm_90a, the Triton kernel as launched on ``problem``'s tensors, FlashInfer's library."""
+    out = {}
+    for name, metadata in (("cute", False), ("cute_meta", True)):
+        out[name] = rec.attempt(f"resources {name}",
+                                lambda m=metadata: resource_usage(routing.compile_artifacts(m, True)[1]))
+    if problem is None:
+        out["triton"] = {"error": "no problem was set up, so no Triton kernel was launched"}
+    else:
+        out["triton"] = rec.attempt("resources triton", lambda: resource_usage(
+            launch(problem.logits, problem.bias, problem.triton_weights, problem.triton_ids, SCALE, True).asm["cubin"]))
+    out["flashinfer"] = rec.attempt("resources flashinfer", lambda: _flashinfer_resources(build.LIBRARY))
+    return out
+
+
+def _flashinfer_resources(library):
+    found = {name: r for name, r in binary_resource_usage(library).items() if "DynBlockKernel" in name}
+    if len(found) != 1:
+        raise RuntimeError(f"expected one dyn-block kernel in {library}, found {sorted(found)}")
+    return next(iter(found.values()))
