@@ -5,7 +5,8 @@
 Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
 model) runs the case again, and each live output and each recorded output is compared with the model's live
 output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
-reproduces), 2 when a file cannot be read.
+reproduces), 2 when a file cannot be read or lacks an output its recording implementations write
+(properties/engine/casefile.py WRITES).
 """
 
 import argparse
@@ -57,6 +58,9 @@ def main(argv=None):
     for path in paths:
         try:
             record = casefile.read(path)
+            missing = casefile.missing_fields(record)
+            if missing:
+                raise ValueError(f"recorded outputs missing: {', '.join(missing)}")
         except (OSError, ValueError, KeyError) as exc:
             print(f"{path}: cannot read: {exc}", file=sys.stderr)
             return 2

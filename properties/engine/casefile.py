@@ -35,6 +35,9 @@ CORPORA = REPO_ROOT / "corpora"
 REGRESSION_DIR = CORPORA / "regression"
 FAILURES_ENV = "ROUTING_FAILURES_DIR"
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "hypothesis")
+# The fields each implementation writes (metadata only when the case sets a tile); a recording must hold them.
+WRITES = {"model": ("ids", "weights", "metadata"), "triton": ("ids", "weights"),
+          "cute": ("ids", "weights", "metadata"), "flashinfer": ("metadata",)}
 
 
 def encode_words(words, fmt):
@@ -179,6 +182,19 @@ def read(path):
         return from_json(json.loads(Path(path).read_text()))
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc
+
+
+def missing_fields(record):
+    """"<implementation> <field>" for every field an implementation named in ``record.recorded["by"]`` writes
+    (WRITES; metadata only when a tile is set) but the file does not hold: a recording that lost an output
+    must not pass as one that agrees."""
+    missing = []
+    for name in record.recorded.get("by", []):
+        out = record.outputs.get(name)
+        for field in WRITES.get(name, ()):
+            if (field != "metadata" or record.case.has_metadata) and (out is None or getattr(out, field) is None):
+                missing.append(f"{name} {field}")
+    return missing
 
 
 def recording(outputs):
