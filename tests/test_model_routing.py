@@ -1,9 +1,16 @@
-"""route and routing_metadata of the NumPy model on cases whose answers are derived by hand in comments.
+"""route and routing_metadata of the NumPy model on cases whose answers are derived by hand in comments, or
+in exact rational arithmetic (``_rn``: round to the nearest float32, ties to even) from the H200's measured
+tables, never from the model's output.
 
-Facts used, each recorded from the H200 in oracles/mufu/data: sigmoid(0) = 0.5, sigmoid(+inf) = 1.0,
-sigmoid(-inf) = +0.0 (the proof file covers every input); MUFU.RCP of a power of two is exact, so
-div_full(x, 2^k) = x * 2^-k for the small values below; 1e-15 is absorbed by any total >= 2^-20.
+Facts used, each recorded from the H200 in oracles/mufu/data (test_the_table_entries_used_here_are_measured):
+sigmoid(0) = 0.5, sigmoid(+inf) = 1.0, sigmoid(-inf) = +0.0 (the proof file covers every input); MUFU.EX2 of an
+integer n is 2^n (EX2 entry 0 is 1.0; the integer part only moves the exponent); MUFU.RCP of a power of two is
+exact (RCP entry 0 is 1.0), so div_full(x, 2^k) = x * 2^-k for the small values below, and MUFU.RCP(1 + 2^-23)
+= 1 - 2^-23 (RCP entry 1 is 0x3F7FFFFE); 1e-15 is absorbed by any total >= 2^-20. Hence sigmoid(x) = 2^-n
+when (0 - x) * log2e rounds to the integer n >= 25: 1 + 2^n rounds to 2^n.
 """
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,6 +28,42 @@ from kernel.layout import (
 )
 
 FILL = -12345
+LOG2E_BITS, EPS_BITS = 0x3FB8AA3B, 0x26901D7D  # Triton's float32 log2(e); float32(1e-15)
+EPS_1E20_BITS = 0x1E3CE508  # float32(1e-20), the eps a wrong model might use
+RCP_OF_ONE_PLUS_ULP = 0x3F7FFFFE  # MUFU.RCP(1 + 2^-23) on the H200: entry 1 of the RCP table
+# Logits x with (0 - x) * log2e rounding to exactly 25 and 29 (checked by test_the_logits_give_powers_of_two).
+X_25, X_29 = 0xC18AA123, 0xC1A0CF66
+
+
+def _value(bits):
+    return Fraction(float(np.uint32(bits).view(np.float32)))
+
+
+def _rn(q):
+    """The float32 nearest the rational ``q`` (ties to even), for results in the normal range."""
+    if q == 0:
+        return Fraction(0)
+    exponent = 0
+    while abs(q) >= 2 ** (exponent + 1):
+        exponent += 1
+    while abs(q) < 2 ** exponent:
+        exponent -= 1
+    ulp = Fraction(2) ** (exponent - 23)
+    units, rest = divmod(abs(q) / ulp, 1)
+    units = int(units) + (rest > Fraction(1, 2) or (rest == Fraction(1, 2) and int(units) % 2 == 1))
+    return (1 if q > 0 else -1) * units * ulp
+
+
+def _sum_in_order(values):
+    """0.0 + v_0 + v_1 + ..., each addition rounded to float32."""
+    total = Fraction(0)
+    for v in values:
+        total = _rn(total + v)
+    return total
+
+
+def _f32(values):
+    return np.array([float(v) for v in values], np.float32)
 
 
 def _row(value=0.0):
@@ -73,8 +116,10 @@ def test_all_minus_inf_still_picks_eight_distinct_experts():
 def test_minus_inf_on_all_but_three_experts():
     bias = _bias(-np.inf)
     bias[[250, 100, 200]] = 0.0
-    ids, _ = model.route(_row(), bias, 1.0)
+    ids, w = model.route(_row(), bias, 1.0)
     assert ids.tolist() == [[100, 200, 250, 0, 1, 2, 3, 4]]
+    # Every pick has s = sigmoid(0) = 0.5 (the bias only orders them): total 4.0, w = 0.5 * 0.25.
+    assert _bits(w).tolist() == [_bits([0.125] * 8).tolist()]
 
 
 def test_minus_zero_ties_with_plus_zero():
@@ -92,6 +137,8 @@ def test_minus_zero_logit_scores_like_plus_zero():
     logits[0, 7] = -0.0
     ids, w = model.route(logits, _bias(), 1.0)
     assert ids.tolist() == [list(range(8))]
+    # sigmoid(-0.0) = 0.5 like sigmoid(+0.0): total 4.0, w = 0.125 each.
+    assert _bits(w).tolist() == [_bits([0.125] * 8).tolist()]
 
 
 def test_bias_dominates_selection_but_not_the_weights():
@@ -124,6 +171,9 @@ def test_rows_are_independent():
     logits = np.zeros((3, 256), np.float32)
     logits[1] = -np.inf
     ids, w = model.route(logits, bias, 1.0)
+    # Rows 0 and 2: c = 1.0 at 90 and 100, 0.5 elsewhere; s = 0.5 everywhere, w = 0.125. Row 1: s = 0, w = +0.
+    assert ids.tolist() == [[90, 100, 0, 1, 2, 3, 4, 5]] * 3
+    assert _bits(w).tolist() == [_bits([0.125] * 8).tolist(), [0] * 8, _bits([0.125] * 8).tolist()]
     for r in range(3):
         ids_r, w_r = model.route(logits[r:r + 1], bias, 1.0)
         assert ids[r].tolist() == ids_r[0].tolist() and _bits(w[r]).tolist() == _bits(w_r[0]).tolist()
@@ -145,6 +195,59 @@ def test_route_rejects_inputs_outside_the_contract(kwargs, needle):
     args.update(kwargs)
     with pytest.raises(ValueError, match=needle):
         model.route(**args)
+
+
+# ---------------------------------------------------------------------------------------------- the weight sum
+
+def test_the_table_entries_used_here_are_measured():
+    from oracles.mufu import tables
+
+    measured, _ = tables.load()
+    assert int(measured["ex2_pos"][0]) == 0x3F800000 and int(measured["rcp"][0]) == 0x3F800000
+    assert int(measured["rcp"][1]) == RCP_OF_ONE_PLUS_ULP
+
+
+@pytest.mark.parametrize("x_bits,n", [(X_25, 25), (X_29, 29)])
+def test_the_logits_give_powers_of_two(x_bits, n):
+    assert _rn(-_value(x_bits) * _value(LOG2E_BITS)) == n and _rn(1 + Fraction(2) ** n) == 2 ** n
+    s = model.sigmoid_f32(np.array([x_bits], np.uint32).view(np.float32))
+    assert _bits(s).tolist() == _bits(_f32([Fraction(1, 2 ** n)])).tolist()
+
+
+def test_the_weight_sum_runs_in_pick_order_rounding_each_step():
+    """Picks s = 1, then seven 2^-25: in pick order each 2^-25 is absorbed (below half an ulp of 1); in any
+    other order, or summed exactly and rounded once, the small ones add up first and the total is not 1."""
+    logits, bias = _row(-np.inf), _bias(-1.0)  # s = 0, c = -1 on the unpicked experts
+    logits[0, 200], bias[200] = np.inf, 0.0  # s = 1, c = 1: the first pick, though its index is the highest
+    logits[0, 10:17] = np.uint32(X_25).view(np.float32)
+    bias[10:17] = 0.5  # c = 0.5 + 2^-25, a tie rounded to even: 0.5, so 10..16 follow in index order
+    scale = Fraction(5, 2)
+    ids, w = model.route(logits, bias, float(scale))
+    assert ids.tolist() == [[200, 10, 11, 12, 13, 14, 15, 16]]
+    picked = [Fraction(1)] + [Fraction(1, 2 ** 25)] * 7
+    total = _sum_in_order(picked)
+    assert total == 1 and _sum_in_order(picked[::-1]) == _rn(sum(picked)) == 1 + Fraction(1, 2 ** 22)
+    assert _rn(total + _value(EPS_BITS)) == 1  # eps absorbed: div_full(2.5, 1) = 2.5 * MUFU.RCP(1) = 2.5
+    inverse = _rn(scale * 1)
+    assert _bits(w).tolist() == [_bits(_f32([_rn(s * inverse) for s in picked])).tolist()]
+
+
+def test_the_eps_is_float32_1e_15_added_to_the_total():
+    """Eight picks s = 2^-29 sum to 2^-26 in any order; 2^-26 + float32(1e-15) rounds up one ulp (1e-15 is
+    above half of 2^-49), while 2^-26 + 1e-20 would stay 2^-26 and give weights of exactly 1/8."""
+    logits = _row(-np.inf)
+    logits[0, :8] = np.uint32(X_29).view(np.float32)
+    ids, w = model.route(logits, _bias(), 1.0)
+    assert ids.tolist() == [list(range(8))]
+    s = Fraction(1, 2 ** 29)
+    total = _sum_in_order([s] * 8)
+    denominator = _rn(total + _value(EPS_BITS))
+    assert total == Fraction(1, 2 ** 26) and denominator == total * (1 + Fraction(1, 2 ** 23))
+    assert _rn(total + _value(EPS_1E20_BITS)) == total
+    # div_full(1.0, 2^-26 (1 + 2^-23)) = MUFU.RCP: the exponent negated, the significand from RCP entry 1.
+    inverse = 2 ** 26 * _value(RCP_OF_ONE_PLUS_ULP)
+    assert _bits(w).tolist() == [_bits(_f32([_rn(s * inverse)] * 8)).tolist()]
+    assert _bits(w).tolist() != [_bits([0.125] * 8).tolist()]
 
 
 def _two_tokens():
