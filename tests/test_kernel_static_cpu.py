@@ -3,8 +3,9 @@
 Every variant (metadata x renormalize) must compile and pass every check of properties/codegen/checks.py: its
 float arithmetic is exactly the Triton oracle's (the same expression trees, ex2.approx.f32 without .ftz,
 div.full.f32, no fma), the bias loads precede ``griddepcontrol.wait`` and the logits loads follow it, and the
-variant without metadata has no branch after the wait. Each check is also shown to fail on an edited copy of
-the real PTX (properties/mutants/catalog.py edits the kernel's source instead).
+variant without metadata has no branch after the wait. Each check, called through ``CHECKS`` as the gate and
+the mutant probe call it, is also shown to fail on a hand-edited copy of the real PTX, SASS or resource usage
+(properties/mutants/catalog.py edits the kernel's source instead).
 """
 
 import re
@@ -15,7 +16,7 @@ import pytest
 from kernel import routing
 from oracles.ptx import flow
 from properties.codegen import checks as codegen_checks
-from properties.codegen.checks import VARIANTS, compiled, float_mismatch, load_placement_problems
+from properties.codegen.checks import CHECKS, VARIANTS, compiled
 from kernel.network import SORT8
 
 
@@ -37,15 +38,27 @@ FLOAT_MUTANTS = [
     ("fused multiply-add", r"mul\.f32 (%r\d+), (%r\d+), 0f3FB8AA3B", r"fma.rn.f32 \1, \2, 0f3FB8AA3B, 0f00000000"),
     ("another eps", "0f26901D7D", "0f26901D7E"),
     ("a lost sigmoid step", r"sub\.f32 (%r\d+), 0f00000000, (%r\d+)", r"mov.b32 \1, \2"),
+    # The same opcodes, another tree: x - 0 in place of 0 - x.
+    ("operands swapped", r"sub\.f32 (%r\d+), 0f00000000, (%r\d+)", r"sub.f32 \1, \2, 0f00000000"),
 ]
+
+
+def _edited(variant, field, old, new, count=1):
+    """``variant`` with ``old`` replaced by ``new`` in its ``field`` (a regular expression when ``old`` is one)."""
+    text = variant[field]
+    edited = old.sub(new, text, count=count) if isinstance(old, re.Pattern) else text.replace(old, new, count)
+    assert edited != text, f"the edit of {old!r} no longer applies"
+    return {**variant, field: edited}
+
+
+def _problems(check, variant):
+    return CHECKS[check](variant)
 
 
 @pytest.mark.parametrize("name,pattern,replacement", FLOAT_MUTANTS, ids=[m[0] for m in FLOAT_MUTANTS])
 def test_a_changed_float_emission_is_reported(name, pattern, replacement):
-    real = compiled(False, True)["ptx"]
-    mutated = re.sub(pattern, replacement, real, count=1)
-    assert mutated != real, f"the {name!r} edit no longer applies"
-    assert float_mismatch(mutated, True) is not None, f"{name} went unnoticed"
+    mutated = _edited(compiled(False, True), "ptx", re.compile(pattern), replacement)
+    assert _problems("float arithmetic", mutated) != [], f"{name} went unnoticed"
 
 
 # ---------------------------------------------------------------------------------------------- the wait
@@ -60,27 +73,72 @@ def _move_wait(ptx_text, after_load):
 
 @pytest.mark.parametrize("after_load", [0, 1, 3, 4], ids=lambda n: f"wait-after-{n}-loads")
 def test_a_misplaced_wait_is_reported(after_load):
-    assert load_placement_problems(_move_wait(compiled(False, True)["ptx"], after_load)) != []
+    real = compiled(False, True)
+    assert _problems("load placement", {**real, "ptx": _move_wait(real["ptx"], after_load)}) != []
 
 
 def test_a_branch_after_the_wait_is_reported():
     real = compiled(False, True)
     label = re.search(r"^(\$L__BB\d+_\d+):", real["ptx"], re.M).group(1)
-    mutated = {**real, "ptx": real["ptx"].replace(f"{flow.WAIT};", f"{flow.WAIT};\n\t@%p1 bra {label};", 1)}
-    assert codegen_checks.branch_problems(mutated) != []
+    assert _problems("branch after the wait", _edited(real, "ptx", f"{flow.WAIT};", f"{flow.WAIT};\n\t@%p1 bra {label};")) != []
 
 
-def test_sass_without_its_wait_or_with_an_ffma_is_reported():
-    real = compiled(False, True)["sass"]
-    assert codegen_checks.sass_problems(real.replace("ACQBULK", "NOP")) != []
-    assert codegen_checks.sass_problems(real.replace("FMUL", "FFMA", 1)) != []
+def _first_global_store(ptx_text):
+    return re.search(r"^\s*st\.global\S*\s+\[[^\n]*;$", ptx_text, re.M).group(0).strip()
+
+
+@pytest.mark.parametrize("metadata", [False, True], ids=["plain", "metadata"])
+def test_a_global_write_before_the_wait_is_reported(metadata):
+    real = compiled(metadata, True)
+    store = _first_global_store(real["ptx"])
+    problems = _problems("write placement", _edited(real, "ptx", f"\t{flow.WAIT};", f"\t{store}\n\t{flow.WAIT};"))
+    assert any(p.startswith("global write before the wait") for p in problems), problems
+
+
+def test_a_global_write_after_launch_dependents_is_reported():
+    real = compiled(True, True)
+    store = _first_global_store(real["ptx"])
+    problems = _problems("write placement", _edited(real, "ptx", f"\t{flow.LAUNCH_DEPENDENTS};",
+                                                    f"\t{flow.LAUNCH_DEPENDENTS};\n\t{store}"))
+    assert any(p.startswith(f"global write after {flow.LAUNCH_DEPENDENTS}") for p in problems), problems
+
+
+def test_an_exit_that_skips_launch_dependents_is_reported():
+    problems = _problems("write placement", _edited(compiled(True, True), "ptx", f"\t{flow.WAIT};",
+                                                    f"\t{flow.WAIT};\n\t@%p1 ret;"))
+    assert any(p.startswith("an exit is reachable") for p in problems), problems
+
+
+def test_a_kernel_without_launch_dependents_or_writes_is_reported():
+    real = compiled(True, True)
+    problems = _problems("write placement", _edited(real, "ptx", f"\t{flow.LAUNCH_DEPENDENTS};\n", ""))
+    assert any(f"0 {flow.LAUNCH_DEPENDENTS}" in p for p in problems), problems
+    no_stores = _edited(real, "ptx", re.compile(r"^\s*st\.global[^\n]*\n", re.M), "", count=0)
+    assert "no global write after the wait" in _problems("write placement", no_stores)
+
+
+@pytest.mark.parametrize("old,new,wanted", [("ACQBULK", "NOP", "0 ACQBULK"),
+                                            ("FMUL", "FFMA", "FFMA"),
+                                            ("LDG.E.128", "LDG.E.64", "global loads before the wait")],
+                         ids=["no-wait", "ffma", "narrow-load"])
+def test_sass_without_its_wait_with_an_ffma_or_a_narrow_load_is_reported(old, new, wanted):
+    problems = _problems("SASS loads and FFMA", _edited(compiled(False, True), "sass", old, new))
+    assert any(wanted in p for p in problems), problems
+
+
+def test_sass_with_two_waits_is_reported():
+    real = compiled(False, True)
+    line = next(line for line in real["sass"].splitlines() if "ACQBULK" in line)
+    problems = _problems("SASS loads and FFMA", _edited(real, "sass", line, f"{line}\n{line}"))
+    assert any("2 ACQBULK" in p for p in problems), problems
 
 
 # ---------------------------------------------------------------------------------------------- the rest
 
-def test_spills_are_reported():
-    usage = compiled(False, True)["resources"]
-    assert codegen_checks.resource_problems({**usage, "local_bytes": 8}) != []
+@pytest.mark.parametrize("field,value", [("local_bytes", 8), ("stack_bytes", 16), ("registers", 256)])
+def test_spills_and_too_many_registers_are_reported(field, value):
+    real = compiled(False, True)
+    assert _problems("resources", {**real, "resources": {**real["resources"], field: value}}) != []
 
 
 def test_sorting_network_sorts_every_zero_one_input():
