@@ -146,6 +146,16 @@ EQUIVALENT = (
 
 # ---------------------------------------------------------------------------------------------- making a mutant
 
+def replace_once(text, old, new, what):
+    """``text`` with ``old`` replaced by ``new``; MutantEditError (naming ``what``) unless ``old`` occurs
+    exactly once: a refactor must not silently disarm a mutant."""
+    count = text.count(old)
+    if count != 1:
+        raise MutantEditError(f"{what} expects this text exactly once, found {count} times (was the code "
+                              f"refactored? update the catalog):\n{old}")
+    return text.replace(old, new)
+
+
 def mutated_sources(mutant):
     """{target file name: edited text}; MutantEditError unless every old text occurs exactly once."""
     texts = {}
@@ -153,12 +163,7 @@ def mutated_sources(mutant):
         if edit.target not in TARGETS:
             raise MutantEditError(f"mutant {mutant.name}: target {edit.target!r} is not one of {TARGETS}")
         text = texts.get(edit.target) or (KERNEL_DIR / edit.target).read_text()
-        count = text.count(edit.old)
-        if count != 1:
-            raise MutantEditError(f"mutant {mutant.name}: its edit of kernel/{edit.target} expects this text exactly "
-                                  f"once, found {count} times (was the kernel refactored? update the catalog):\n"
-                                  f"{edit.old}")
-        texts[edit.target] = text.replace(edit.old, edit.new)
+        texts[edit.target] = replace_once(text, edit.old, edit.new, f"mutant {mutant.name}: its edit of kernel/{edit.target}")
     return texts
 
 

@@ -1,0 +1,332 @@
+"""The harness mutant catalog: wrong changes to the harness's own code and recorded data that the CPU suite
+must catch, each attributed to the test meant to catch it (issue 16).
+
+A harness mutant is a list of exact source edits (old text -> new text, each old text occurring exactly once,
+like the kernel's catalog: properties/mutants/catalog.py) to files of the repository, or a change of recorded
+corpus data (a function of the copied tree, which must change what it says it changes). It names its
+intended killers: pytest node ids, run on a copy of the tree with the mutant applied
+(properties/mutants/harness_run.py). Edits of oracles/numpy_model/primitives.py and properties/tools/gate.py
+target code that other branches are rewriting: re-target them when those land (their edits stop applying,
+and the catalog check says so).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from properties.mutants.catalog import MutantEditError, replace_once
+
+ROUTING = "oracles/numpy_model/routing.py"
+PRIMITIVES = "oracles/numpy_model/primitives.py"
+CASEFILE = "properties/engine/casefile.py"
+REPLAY = "properties/replay.py"
+INVARIANTS = "properties/invariants.py"
+CHECKS = "properties/codegen/checks.py"
+FPENV = "oracles/fpenv.py"
+GATE = "properties/tools/gate.py"
+REGRESSION = "corpora/regression"
+
+MODEL_T = "tests/test_model_routing.py::"
+STATIC_T = "tests/test_kernel_static_cpu.py::"
+CORPUS_T = "tests/test_corpus_cpu.py::"
+CASEFILE_T = "tests/test_casefile_cpu.py::"
+INV_T = "tests/test_invariants_cpu.py::test_a_hand_made_break_is_reported"
+SAMPLE_T = "tests/test_model_hardware_sample.py::test_model_matches_recorded_hardware"
+GATE_T = "tests/test_gate_summary_cpu.py::"
+
+
+@dataclass(frozen=True)
+class HarnessMutant:
+    """``edits``: (path, old, new) each applied exactly once; ``data``: a change of the copied tree's recorded
+    data, returning how many files it changed, which must be ``files``. ``killers``: the pytest node ids that
+    must fail on an assertion."""
+
+    name: str
+    target: str
+    description: str
+    killers: tuple
+    edits: tuple = ()
+    data: Callable | None = None
+    files: int = 0
+
+
+def _m(name, target, description, killers, *edits):
+    killers = (killers,) if isinstance(killers, str) else tuple(killers)
+    return HarnessMutant(name, target, description, killers, tuple((target, old, new) for old, new in edits))
+
+
+# ---------------------------------------------------------------------------------------------- recorded data
+
+def _regression_files(root):
+    return sorted((root / REGRESSION).glob("*.json"))
+
+
+def _rewrite(path, change):
+    data = json.loads(path.read_text())
+    if change(data) is False:
+        return 0
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return 1
+
+
+def _drop_from_field(name, field):
+    def change(data):
+        if not any(name in entry["by"] for entry in data["outputs"][field]):
+            return False
+        for entry in data["outputs"][field]:
+            entry["by"] = [n for n in entry["by"] if n != name]
+        data["outputs"][field] = [entry for entry in data["outputs"][field] if entry["by"]]
+    return change
+
+
+def _drop_cute_metadata(root):
+    return sum(_rewrite(path, _drop_from_field("cute", "metadata")) for path in _regression_files(root))
+
+
+def _first_metadata_file(root):
+    return next(p for p in _regression_files(root) if json.loads(p.read_text())["inputs"]["tile_n"] is not None)
+
+
+def _drop_triton_weights_of_one(root):
+    return _rewrite(_first_metadata_file(root), _drop_from_field("triton", "weights"))
+
+
+def _flip_in_first_entry(field, flip):
+    def change(data):
+        entry = data["outputs"][field][0]
+        entry["value"] = flip(entry["value"])
+    return change
+
+
+def _flip_hex_word(row):
+    first, _, rest = row.partition(" ")
+    word, star, count = first.partition("*")
+    if star:  # a run: flip only its first word
+        return f"{int(word, 16) ^ 1:08x} {word}" + (f"*{int(count) - 1}" if int(count) > 2 else "") + f" {rest}".rstrip()
+    return f"{int(word, 16) ^ 1:08x} {rest}".rstrip()
+
+
+def _flip_weight_bit(root):
+    return _rewrite(_first_metadata_file(root), _flip_in_first_entry("weights", lambda v: [_flip_hex_word(v[0])] + v[1:]))
+
+
+def _change_one_id(root):
+    def flip(rows):
+        rows[0][-1] = next(e for e in range(256) if e not in rows[0])
+        return rows
+    return _rewrite(_first_metadata_file(root), _flip_in_first_entry("ids", flip))
+
+
+def _change_one_metadata_element(root):
+    def flip(text):
+        first, _, rest = text.partition(" ")
+        word, star, count = first.partition("*")
+        head = f"{int(word) ^ 1}" + (f" {word}" + (f"*{int(count) - 1}" if int(count) > 2 else "") if star else "")
+        return f"{head} {rest}".rstrip()
+    return _rewrite(_first_metadata_file(root), _flip_in_first_entry("metadata", flip))
+
+
+def _drop_one_recording(root):
+    _first_metadata_file(root).unlink()
+    return 1
+
+
+def _d(name, description, killers, change, files):
+    killers = (killers,) if isinstance(killers, str) else tuple(killers)
+    return HarnessMutant(name, REGRESSION, description, killers, (), change, files)
+
+
+FIRST_GENERATOR = "all_equal"  # the generator of the first regression file with metadata (checked by the catalog)
+REPLAYED = f"{CORPUS_T}test_every_recorded_output_equals_the_model[{FIRST_GENERATOR}]"
+
+CATALOG = (
+    # ---- the model's routing and weights
+    _m("model_sum_reversed", ROUTING, "the weight total summed from the 8th pick down",
+       MODEL_T + "test_the_weight_sum_runs_in_pick_order_rounding_each_step",
+       ("for k in range(TOP_K):\n        total = add_rn", "for k in reversed(range(TOP_K)):\n        total = add_rn")),
+    _m("model_sum_rounded_once", ROUTING, "the weight total summed exactly (float64) and rounded once",
+       MODEL_T + "test_the_weight_sum_runs_in_pick_order_rounding_each_step",
+       ("    for k in range(TOP_K):\n        total = add_rn(total, picked[:, k])\n",
+        "    total = picked.astype(np.float64).sum(1).astype(np.float32)\n")),
+    _m("model_eps_1e-20", ROUTING, "renormalization eps float32(1e-20)",
+       MODEL_T + "test_the_eps_is_float32_1e_15_added_to_the_total",
+       ("ROUTER_EPS = np.float32(1e-15)", "ROUTER_EPS = np.float32(1e-20)")),
+    _m("model_weights_from_c", ROUTING, "weights from c = s + bias instead of s",
+       MODEL_T + "test_bias_dominates_selection_but_not_the_weights",
+       ("picked = _take_rows(xp, score, ids)", "picked = _take_rows(xp, choice, ids)")),
+    _m("model_ties_highest", ROUTING, "among equal c the highest expert wins",
+       MODEL_T + "test_tie_at_eighth_and_ninth_place_goes_to_the_lower_expert",
+       ("return np.argmax(mask, axis=1) if xp is np", "return mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1) if xp is np")),
+    _m("model_unscaled", ROUTING, "renormalize=False weights are s, not s * scale",
+       MODEL_T + "test_weights_follow_pick_order_and_renormalize_flag",
+       ("else mul_rn(picked, _broadcast(xp, scale[:, None], picked.shape))", "else picked")),
+    # ---- the model's metadata
+    _m("meta_limit_off_by_one", ROUTING, "a CTA's row limit one past its expert's last row",
+       MODEL_T + "test_metadata_all_local_tile_4",
+       ("_take_rows(xp, counts, owner))", "_take_rows(xp, counts, owner) + 1)")),
+    _m("meta_foreign_route_zero", ROUTING, "a route to another rank's expert mapped to row 0, not -1",
+       MODEL_T + "test_metadata_one_rank_of_four_experts_tile_3",
+       ("xp.where(is_local, permuted, -1)", "xp.where(is_local, permuted, 0)")),
+    _m("meta_padding_unwritten", ROUTING, "padding rows keep the fill instead of -1",
+       MODEL_T + "test_metadata_one_rank_of_four_experts_tile_3",
+       ("xp.where(padded_rows < total * tile_n, -1, fill)", "xp.where(padded_rows < total * tile_n, fill, fill)")),
+    _m("meta_local_inclusive", ROUTING, "the expert just past the local range counted as local",
+       MODEL_T + "test_metadata_one_rank_of_four_experts_tile_3",
+       ("(local < num_local_experts[:, None])", "(local <= num_local_experts[:, None])")),
+    # ---- the model's primitives (re-target after the primitives rewrite)
+    _m("prim_log2e", PRIMITIVES, "sigmoid's log2(e) one ulp high", SAMPLE_T + "[sigmoid_f32-binades]",
+       ("LOG2E = 0x3FB8AA3B", "LOG2E = 0x3FB8AA3C")),
+    _m("prim_div_unscaled", PRIMITIVES, "div.full without its range scaling above 2^126",
+       SAMPLE_T + "[div_full_f32-exponent_pairs]", ("_RANGE_HIGH = 2.0**126", "_RANGE_HIGH = 2.0**128")),
+    # ---- case files
+    _m("casefile_word_count_unchecked", CASEFILE, "a short word list read without complaint",
+       CASEFILE_T + "test_a_bad_file_is_refused_naming_what_is_wrong[short bias]",
+       ("if len(values) != size:", "if len(values) > size:")),
+    _m("casefile_run_one_short", CASEFILE, "a run word*n read as n - 1 copies",
+       CASEFILE_T + "test_runs_of_words_decode_to_their_counts[7*3 -1 0*2-6-want0]",
+       ("values.extend([parse(word)] * (int(count) if count else 1))",
+        "values.extend([parse(word)] * (int(count) - (int(count) == 3) if count else 1))")),
+    _m("casefile_group_keeps_first", CASEFILE, "a group's value read for its first implementation only",
+       CASEFILE_T + "test_a_round_trip_keeps_every_bit_of_inputs_and_outputs",
+       ('for name in entry["by"]:', 'for name in entry["by"][:1]:')),
+    _m("casefile_scale_unwritten", CASEFILE, "the scale written as 1.0",
+       CASEFILE_T + "test_a_round_trip_keeps_every_bit_of_inputs_and_outputs",
+       ('"scale": f"{int(f32_bits(case.scale)):08x}"', '"scale": "3f800000"')),
+    _m("casefile_missing_fields_unchecked", CASEFILE, "a recording that lost a field passes",
+       CORPUS_T + "test_a_recording_that_lost_a_field_is_refused[metadata-cute]",
+       ("            if (field != \"metadata\" or record.case.has_metadata) and (out is None or getattr(out, field) is None):",
+        "            if False:")),
+    # ---- replay
+    _m("replay_skips_recorded_metadata", REPLAY, "replay never compares recorded metadata",
+       CORPUS_T + "test_one_changed_recorded_value_is_caught[metadata]",
+       ("recorded = {name + RECORDED: out for name, out in record.outputs.items()}",
+        "recorded = {name + RECORDED: type(out)(out.ids, out.weights, None) for name, out in record.outputs.items()}")),
+    _m("replay_ignores_recordings", REPLAY, "replay compares only the live outputs",
+       CORPUS_T + "test_replay_command_fails_on_a_changed_recorded_bit",
+       ("disagreements({**live, **recorded}, reference=REFERENCE)", "disagreements(live, reference=REFERENCE)")),
+    _m("replay_exit_zero", REPLAY, "replay exits 0 when something differs",
+       CORPUS_T + "test_replay_command_fails_on_a_changed_recorded_bit",
+       ("status = max(status, 1 if found else 0)", "status = max(status, 0)")),
+    _m("replay_reads_incomplete_files", REPLAY, "replay reads a file that lost a recorded field",
+       CORPUS_T + "test_a_recording_that_lost_a_field_is_refused[metadata-cute]",
+       ("            if missing:\n", "            if False:\n")),
+    # ---- recorded corpus data
+    _d("data_cute_metadata_dropped", "cute removed from the recorded metadata of every metadata case file",
+       CORPUS_T + "test_every_recording_holds_every_field_its_implementation_writes", _drop_cute_metadata, 341),
+    _d("data_triton_weights_dropped", "triton's weights removed from one case file",
+       CORPUS_T + "test_every_recording_holds_every_field_its_implementation_writes", _drop_triton_weights_of_one, 1),
+    _d("data_weight_bit", "one bit of one recorded weight flipped", REPLAYED, _flip_weight_bit, 1),
+    _d("data_id", "one recorded id changed", REPLAYED, _change_one_id, 1),
+    _d("data_metadata_element", "one recorded metadata element changed", REPLAYED, _change_one_metadata_element, 1),
+    _d("data_recording_dropped", "one case file deleted",
+       CORPUS_T + "test_corpus_holds_exactly_its_cases_of_every_generator", _drop_one_recording, 1),
+    # ---- the invariant checker
+    _m("inv_foreign_unchecked", INVARIANTS, "a foreign route's row not checked",
+       INV_T + "[foreign route not -1]", ("if (e2p[~local] != PADDING).any():", "if False:")),
+    _m("inv_token_unchecked", INVARIANTS, "a route's row not checked to hold its token",
+       INV_T + "[row holds another token]",
+       ("if (token_of_row[rows] != np.flatnonzero(local) // TOP_K).any():", "if False:")),
+    _m("inv_padding_unchecked", INVARIANTS, "padding rows not checked",
+       INV_T + "[padding row holds a token]", ("if (token_of_row[padding_rows] != PADDING).any():", "if False:")),
+    _m("inv_num_ctas_unchecked", INVARIANTS, "the CTA count not checked",
+       INV_T + "[one CTA too many]", ("if num_ctas != int(np.sum(-(-counts // tile))):", "if False:")),
+    _m("inv_empty_cta_allowed", INVARIANTS, "a CTA limit at its first row (an empty CTA) accepted",
+       INV_T + "[an empty CTA]",
+       ("if ((limit <= starts) | (limit > starts + tile)).any():", "if (limit > starts + tile).any():")),
+    _m("inv_cta_rows_unchecked", INVARIANTS, "a CTA's rows below its limit not checked to be its routes'",
+       INV_T + "[a limit past the routes]",
+       ("if (row_route[rows[valid]] < 0).any() or (row_route[rows[~valid]] >= 0).any():", "if False:")),
+    _m("inv_cta_expert_unchecked", INVARIANTS, "a CTA's routes not checked to be its expert's",
+       INV_T + "[CTAs 2 and 3 hold each other's routes]",
+       ("elif (routes[row_route[rows[valid]]] != offset + batch[i]).any():", "elif False:")),
+    _m("inv_order_unchecked", INVARIANTS, "token order within a CTA not checked",
+       INV_T + "[tokens out of order]", ("elif (np.diff(token_of_row[rows[valid]]) <= 0).any() or (", "elif False and (")),
+    _m("inv_untouched_unchecked", INVARIANTS, "elements past the written sizes not checked",
+       INV_T + "[the guard written]", ('found += [f"{name} is written" for name, part in untouched.items() if (part != fill).any()]', "found += []")),
+    # ---- the codegen checks
+    _m("cg_float_problems_dropped", CHECKS, "the float check never reports",
+       STATIC_T + "test_a_changed_float_emission_is_reported[IEEE division]",
+       ("return [] if mismatch is None else [mismatch]", "return []")),
+    _m("cg_float_trees_unchecked", CHECKS, "the float check compares opcode counts only",
+       STATIC_T + "test_a_changed_float_emission_is_reported[operands swapped]", ("if mine != triton:", "if False:")),
+    _m("cg_load_placement_unchecked", CHECKS, "load placement around the wait not checked",
+       STATIC_T + "test_a_misplaced_wait_is_reported[wait-after-1-loads]",
+       ("if [(load.before_wait, load.after_wait) for load in pair] != [place] * 2:", "if False:")),
+    _m("cg_branch_unchecked", CHECKS, "branches after the wait not reported",
+       STATIC_T + "test_a_branch_after_the_wait_is_reported",
+       ('return [f"branch after the wait: {inst}" for inst in flow.branches_after_wait(variant["ptx"])]',
+        "return []")),
+    _m("cg_write_before_wait_emptied", CHECKS, "the global-write-before-the-wait check emptied",
+       STATIC_T + "test_a_global_write_before_the_wait_is_reported[plain]",
+       ('problems = [f"global write before the wait: {program.instructions[i]}" for i in _global_writes(program, before)]',
+        "problems = []")),
+    _m("cg_write_after_launch_unchecked", CHECKS, "writes after launch_dependents not reported",
+       STATIC_T + "test_a_global_write_after_launch_dependents_is_reported",
+       ("for i in _global_writes(program, flow.reachable(program, launch[0]))]", "for i in []]")),
+    _m("cg_exit_unchecked", CHECKS, "an exit skipping launch_dependents not reported",
+       STATIC_T + "test_an_exit_that_skips_launch_dependents_is_reported",
+       ("if set(exits) & flow.reachable(", "if set() & flow.reachable(")),
+    _m("cg_sass_ffma_unchecked", CHECKS, "FFMA in the SASS not reported",
+       STATIC_T + "test_sass_without_its_wait_with_an_ffma_or_a_narrow_load_is_reported[ffma]",
+       ('return problems + ([f"SASS has {len(ffma)} FFMA"] if ffma else [])', "return problems")),
+    _m("cg_sass_two_waits", CHECKS, "two waits in the SASS accepted",
+       STATIC_T + "test_sass_with_two_waits_is_reported",
+       ('if opcodes.count("ACQBULK") != 1:', 'if opcodes.count("ACQBULK") < 1:')),
+    _m("cg_sass_loads_unchecked", CHECKS, "the SASS's wide loads around the wait not checked",
+       STATIC_T + "test_sass_without_its_wait_with_an_ffma_or_a_narrow_load_is_reported[narrow-load]",
+       ("if loads != [WIDE_LOAD] * 2]", "if False]")),
+    _m("cg_registers_unchecked", CHECKS, "the register limit not checked",
+       STATIC_T + "test_spills_and_too_many_registers_are_reported[registers-256]",
+       ('if usage["registers"] > MAX_REGISTERS:', "if False:")),
+    _m("cg_local_memory_unchecked", CHECKS, "local memory not checked",
+       STATIC_T + "test_spills_and_too_many_registers_are_reported[local_bytes-8]",
+       ('for field in ("local_bytes", "stack_bytes")', 'for field in ("stack_bytes",)')),
+    _m("cg_constants_unchecked", CHECKS, "routing's float constants not checked",
+       STATIC_T + "test_a_wrong_constant_is_reported", ("if getattr(routing, name).bits != want:", "if False:")),
+    # ---- the FTZ/DAZ guard
+    _m("fpenv_daz_disabled", FPENV, "the DAZ branch of the guard disabled",
+       "tests/test_fpenv.py::test_check_refuses_each_flush_mode_alone[daz_only]",
+       ("if (tiny + tiny).view(np.uint32)[0] != 2:", "if False:")),
+    _m("fpenv_ftz_disabled", FPENV, "the FTZ branch of the guard disabled",
+       "tests/test_fpenv.py::test_check_refuses_each_flush_mode_alone[ftz_only]",
+       ("if half.view(np.uint32)[0] != 0x00400000:", "if False:")),
+    # ---- the gate's summary (re-target after the gate's rework)
+    _m("gate_ignores_failed_tests", GATE, "the verdict reads pytest's exit status only",
+       GATE_T + "test_a_failed_test_fails_the_gate_whatever_pytest_returned",
+       ('verdict = "FAIL" if rc or failed else "PASS"', 'verdict = "FAIL" if rc else "PASS"')),
+    _m("gate_require_gpu_ignored", GATE, "--require-gpu does not fail on GPU checks not run",
+       GATE_T + "test_a_gpu_check_not_run_fails_only_under_require_gpu",
+       ("if args.require_gpu and not_run:", "if False:")),
+)
+
+# The issue's four survivors of its first attempt (commit 5a4eedc): CI runs them live.
+ISSUE_SURVIVORS = ("data_cute_metadata_dropped", "replay_skips_recorded_metadata", "cg_write_before_wait_emptied",
+                   "fpenv_daz_disabled")
+
+
+def apply(mutant, root):
+    """Apply ``mutant`` to the tree at ``root`` (a copy); MutantEditError when an edit does not apply exactly
+    once or a data change does not change the files it declares."""
+    for path, old, new in mutant.edits:
+        file = Path(root) / path
+        file.write_text(replace_once(file.read_text(), old, new, f"harness mutant {mutant.name}: its edit of {path}"))
+    if mutant.data is not None:
+        changed = mutant.data(Path(root))
+        if changed != mutant.files:
+            raise MutantEditError(f"harness mutant {mutant.name}: changed {changed} files, declared {mutant.files}")
+
+
+def check_catalog(root, mutants=CATALOG):
+    """Every name unique, every mutant with intended killers, every source edit applying exactly once to the
+    files under ``root`` (data changes are checked by ``apply`` on a copy)."""
+    names = [m.name for m in mutants]
+    if len(set(names)) != len(names):
+        raise MutantEditError(f"duplicate harness mutant names in {names}")
+    texts = {}
+    for mutant in mutants:
+        if not mutant.killers or not all("::" in k for k in mutant.killers):
+            raise MutantEditError(f"harness mutant {mutant.name}: killers must be pytest node ids")
+        for path, old, new in mutant.edits:
+            texts.setdefault(path, (Path(root) / path).read_text())
+            replace_once(texts[path], old, new, f"harness mutant {mutant.name}: its edit of {path}")
