@@ -88,3 +88,16 @@ mutants: $(STAMP)
 SOAK_ARGS ?= --rows 1e9
 soak: $(STAMP) flashinfer-oracle
 	$(PY) -m properties.soak $(SOAK_ARGS)
+
+# The harness mutant catalog (properties/mutants/harness.py): wrong changes to the harness's own code and
+# recorded data, each applied to a copy of the tree and run against the test meant to catch it (2 copies at a
+# time, CPU); kill table to properties/results/harness-mutants.json and .md. HARNESS_MUTANTS_ARGS e.g.
+# "--only fpenv_daz_disabled". `make mutmut`: the periodic mutmut report (not part of CI).
+.PHONY: harness-mutants
+harness-mutants: $(STAMP)
+	$(PY) -m properties.mutants.harness_run $(HARNESS_MUTANTS_ARGS)
+
+.PHONY: mutmut
+mutmut: $(STAMP)
+	$(PY) -m pip install -q "mutmut==3.*"
+	$(PY) -m properties.mutants.mutmut_report

@@ -65,8 +65,8 @@ def test_equal_outputs_are_grouped_and_distinct_ones_listed_apart():
 
 @pytest.mark.parametrize("text,size,want", [("7*3 -1 0*2", 6, [7, 7, 7, -1, 0, 0]), ("5", 1, [5])])
 def test_runs_of_words_decode_to_their_counts(text, size, want):
-    assert casefile.decode_ints(text, size).tolist() == want
     assert casefile.encode_ints(np.array(want)) == text
+    assert casefile.decode_ints(text, size).tolist() == want
 
 
 def _broken(change):

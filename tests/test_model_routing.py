@@ -145,9 +145,10 @@ def test_bias_dominates_selection_but_not_the_weights():
     logits = _row()
     logits[0, :8] = np.inf  # s = 1.0 on experts 0..7
     bias = _bias()
-    bias[248:] = 10.0  # c = 10.5 on experts 248..255
+    bias[248:252], bias[252:] = 10.0, 20.0  # c = 10.5 on experts 248..251, 20.5 on 252..255
     ids, w = model.route(logits, bias, 1.0)
-    assert ids.tolist() == [list(range(248, 256))]
+    assert ids.tolist() == [list(range(252, 256)) + list(range(248, 252))]
+    # s = 0.5 on every pick: total 4.0, w = 0.125 (weights of c would be 20.5 / 124 and 10.5 / 124).
     assert _bits(w).tolist() == [_bits([0.125] * 8).tolist()]
 
 

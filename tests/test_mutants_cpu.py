@@ -188,3 +188,33 @@ def test_a_saved_minimal_case_still_holds_the_models_outputs_and_the_mutants_dis
     if "fault" not in record.origin:
         mutant = record.outputs[mutant_probe.MUTANT_PREFIX + name]
         assert disagreements({"model": live, "mutant": mutant}), f"{path.name}: the mutant's outputs are the model's"
+
+
+# ---------------------------------------------------------------------------------------------- raised is no kill
+
+def test_a_static_check_that_raises_is_reported_as_raised_not_as_a_problem():
+    def raising(variant):
+        raise KeyError("ptx")
+
+    evidence, raised = mutant_probe._problems({"ok": lambda v: [], "broken": raising}, {}, "variant")
+    assert evidence == [] and raised == ["variant: broken raised KeyError: 'ptx'"]
+
+
+def _raising_launch(buffers):
+    raise RuntimeError("an illegal memory access")
+
+
+def test_a_kernel_call_that_raises_is_raised_not_killed(fake_gpu, monkeypatch):
+    monkeypatch.setattr(device, "launch", _raising_launch)
+    result = mutant_probe.differential("fake_fault", "the kernel call raises")
+    assert not result["killed"] and result["raised"][0].startswith("case 1 ("), result
+    assert not mutant_probe.replay([result["case"]])["killed"]
+
+
+def test_a_declared_tier_that_only_raised_fails_the_run_and_says_so():
+    mutant = next(m for m in CATALOG if m.name == "div_rn")
+    outcomes = {("real", STATIC): runner.Outcome(STATIC, False),
+                (mutant.name, STATIC): runner.Outcome(STATIC, False, [], ["variant: float arithmetic raised X"])}
+    failures, rows = runner.verdicts([mutant], (STATIC,), outcomes)
+    assert len(failures) == 1 and "a raise is not a kill" in failures[0]
+    assert rows[0]["raised_in"] == [STATIC] and "**raised** in static" in runner.table(rows)

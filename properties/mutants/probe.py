@@ -5,7 +5,7 @@
 
 Started by properties/mutants/runner.py with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
 it first checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence":
-[...], "case": path or null} to --result; a kernel that does not compile, or any other error, exits non-zero
+[...], "raised": [...], "case": path or null} to --result; a kernel that does not compile, or any other error, exits non-zero
 with no result (the runner reports it: a mutant must be killed by a check, not by a broken edit).
 
 static: every variant compiled for sm_90a through properties/codegen/checks.py (no GPU needed); with
@@ -15,7 +15,8 @@ cycling through SCALE_BITS, each batch also with metadata (tiles cycling through
 experts, none of the picked ones, one picked expert, from the smallest pick on), against the NumPy model bit
 for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
 smallest tile; scale 1.0; a zero bias; each step kept only if the mismatch stays) and saved as a case file.
-A mutant that faults the GPU is killed by the case that faulted (saved unminimised: the context is gone).
+A kernel call that raises (a mutant that faults the GPU) is "raised", not a kill: the case that raised is
+saved unminimised (the context is gone) and named in ``raised``. Likewise a static check that raises.
 replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
 The static result also holds each variant's PTX digest, so the runner can tell a mutant that compiles to the
 real kernel.
@@ -71,7 +72,7 @@ def run_case(case):
 
     try:
         buffers = device.route(case)
-    except Exception as exc:  # a mutant may fault the GPU: that is a detection, with the inputs that did it
+    except Exception as exc:  # a mutant may fault the GPU: "raised", not a kill; the inputs are kept
         return Run([f"the kernel raised {type(exc).__name__}: {exc}"], repr(exc))
     return Run(buffers.mismatches())
 
@@ -191,9 +192,12 @@ def differential(name, description):
         path = save_case(name, description, case, run, first, tried, steps)
         if run.error is None and not replay_one(path)["killed"]:
             raise RuntimeError(f"{path}: the saved case does not reproduce the mismatch")
+        if run.error is not None:
+            return {"killed": False, "evidence": [], "raised": [f"case {tried} ({first}): {run.error}"],
+                    "case": str(path)}
         evidence = [f"case {tried} ({first}) mismatches; minimal: {case.describe()}"] + run.lines[:MISMATCH_LINES]
-        return {"killed": True, "evidence": evidence, "case": str(path)}
-    return {"killed": False, "evidence": [f"{tried} cases bit-exact"], "case": None}
+        return {"killed": True, "evidence": evidence, "raised": [], "case": str(path)}
+    return {"killed": False, "evidence": [f"{tried} cases bit-exact"], "raised": [], "case": None}
 
 
 def replay_one(path):
@@ -205,15 +209,17 @@ def replay_one(path):
         raise RuntimeError(f"{path}: the model's outputs changed since the case was saved: "
                            + "; ".join(map(describe_disagreement, drift)))
     run = run_case(record.case)
-    return {"killed": bool(run.lines),
-            "evidence": [f"{Path(path).name}: {line}" for line in run.lines[:MISMATCH_LINES]]}
+    lines = [f"{Path(path).name}: {line}" for line in run.lines[:MISMATCH_LINES]]
+    if run.error is not None:
+        return {"killed": False, "evidence": [], "raised": lines}
+    return {"killed": bool(run.lines), "evidence": lines, "raised": []}
 
 
 def replay(paths):
-    """Every case file on the imported kernel: killed when any of them mismatches."""
+    """Every case file on the imported kernel: killed when any of them mismatches (a raise is not a kill)."""
     results = [replay_one(path) for path in paths]
     return {"killed": any(r["killed"] for r in results), "evidence": [e for r in results for e in r["evidence"]],
-            "case": None}
+            "raised": [e for r in results for e in r["raised"]], "case": None}
 
 
 # ---------------------------------------------------------------------------------------------- static
@@ -225,14 +231,14 @@ def ptx_digest(ptx_text):
 
 
 def _problems(checks, variant, where):
-    evidence = []
+    """(problems the checks report, checks that raised): a check that cannot read the code is no kill."""
+    evidence, raised = [], []
     for check, run_check in checks.items():
         try:
-            problems = run_check(variant)
-        except Exception as exc:  # a check that cannot read the code says so: the contract is broken
-            problems = [f"the check raised {type(exc).__name__}: {exc}"]
-        evidence += [f"{where}: {check}: {problem}" for problem in problems]
-    return evidence
+            evidence += [f"{where}: {check}: {problem}" for problem in run_check(variant)]
+        except Exception as exc:  # reported as "raised": the mutant is not counted as killed by it
+            raised.append(f"{where}: {check} raised {type(exc).__name__}: {exc}")
+    return evidence, raised
 
 
 def static(first_kill):
@@ -241,17 +247,20 @@ def static(first_kill):
     from properties.codegen import checks as codegen_checks
 
     evidence = [f"constants: {problem}" for problem in codegen_checks.constant_problems()]
-    digests = {}
+    raised, digests = [], {}
     for metadata, renormalize in codegen_checks.VARIANTS:
         if evidence and first_kill:
             break
         variant = codegen_checks.compile_variant(metadata, renormalize)  # a compile error ends the probe
         where = f"metadata={metadata} renormalize={renormalize}"
         digests[where] = ptx_digest(variant["ptx"])
-        evidence += _problems(codegen_checks.PTX_CHECKS, variant, where)
-        if not (evidence and first_kill):
-            evidence += _problems(codegen_checks.CUBIN_CHECKS, codegen_checks.read_cubin(variant), where)
-    return {"killed": bool(evidence), "evidence": evidence, "case": None, "ptx_sha256": digests}
+        for checks in (codegen_checks.PTX_CHECKS, codegen_checks.CUBIN_CHECKS):
+            if evidence and first_kill:
+                break
+            found, errors = _problems(checks, variant if checks is codegen_checks.PTX_CHECKS
+                                      else codegen_checks.read_cubin(variant), where)
+            evidence, raised = evidence + found, raised + errors
+    return {"killed": bool(evidence), "evidence": evidence, "raised": raised, "case": None, "ptx_sha256": digests}
 
 
 # ---------------------------------------------------------------------------------------------- main

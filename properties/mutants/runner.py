@@ -38,6 +38,7 @@ class Outcome:
     tier: str
     killed: bool | None = None  # None: the probe failed to give a verdict (an error)
     evidence: list = field(default_factory=list)
+    raised: list = field(default_factory=list)  # checks or kernel calls that raised: never a kill
     case: str | None = None
     error: str | None = None
     seconds: float = 0.0
@@ -79,9 +80,9 @@ def run_probe(mutant, tier, extra=()):
                 rc = "timeout"
         if rc == 0 and result.exists():
             data = json.loads(result.read_text())
-            return Outcome(tier, data["killed"], data["evidence"], data.get("case"), None,
+            return Outcome(tier, data["killed"], data["evidence"], data.get("raised", []), data.get("case"), None,
                            time.perf_counter() - started, data.get("ptx_sha256"))
-        return Outcome(tier, None, [], None, f"probe exit {rc}; log tail:\n{log.read_text()[-LOG_TAIL:]}",
+        return Outcome(tier, None, [], [], None, f"probe exit {rc}; log tail:\n{log.read_text()[-LOG_TAIL:]}",
                        time.perf_counter() - started)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -105,15 +106,18 @@ def verdicts(mutants, tiers, outcomes):
     failures, rows = [], []
     for tier in tiers:
         real = outcomes[("real", tier)]
-        if real.error or real.killed:
-            failures.append(f"the real kernel fails the {tier} tier: {real.error or real.evidence[:5]}")
+        if real.error or real.killed or real.raised:
+            failures.append(f"the real kernel fails the {tier} tier: {real.error or real.evidence[:5] or real.raised[:5]}")
     real_ptx = outcomes[("real", STATIC)].ptx if ("real", STATIC) in outcomes else None
     for mutant in mutants:
         ran = {tier: outcomes[(mutant.name, tier)] for tier in tiers if (mutant.name, tier) in outcomes}
         failures += [f"{mutant.name} ({tier}): {o.error}" for tier, o in ran.items() if o.error]
         missed = [tier for tier in sorted(mutant.kills) if tier in ran and ran[tier].killed is False]
         if missed:
-            failures.append(f"{mutant.name}: declared killed by {missed}, which did not kill it")
+            raised = [tier for tier in missed if ran[tier].raised]
+            failures.append(f"{mutant.name}: declared killed by {missed}, which did not kill it"
+                            + (f" ({raised} raised: {[ran[t].raised[0] for t in raised]}; a raise is not a kill)"
+                               if raised else ""))
         if real_ptx and STATIC in ran and ran[STATIC].ptx == real_ptx:
             failures.append(f"{mutant.name}: compiles to the real kernel's PTX, so nothing can kill it (equivalent)")
         killed_by = [tier for tier, o in ran.items() if o.killed]
@@ -122,6 +126,7 @@ def verdicts(mutants, tiers, outcomes):
         rows.append({"mutant": mutant.name, "description": mutant.description,
                      "expected": [t for t in TIERS if t in mutant.kills],
                      "killed_by": killed_by, "not_killed_by": [t for t, o in ran.items() if o.killed is False],
+                     "raised_in": [t for t, o in ran.items() if o.raised],
                      "not_run": [t for t in TIERS if t not in ran],
                      "case": next((o.case for o in ran.values() if o.case), None),
                      "evidence": {t: o.evidence[:6] for t, o in ran.items()},
@@ -134,7 +139,8 @@ def table(rows):
     lines = ["| mutant | what it breaks | expected | killed by | minimal case |", "|---|---|---|---|---|"]
     for row in rows:
         killed = ", ".join(t if t in row["expected"] else f"{t} (unexpected)" for t in row["killed_by"]) \
-            or ("not yet" if row["not_run"] else "**survived**")
+            or (f"**raised** in {', '.join(row['raised_in'])}" if row["raised_in"] else
+                "not yet" if row["not_run"] else "**survived**")
         if row["not_run"]:
             killed += f" ({', '.join(row['not_run'])} not run)"
         case = Path(row["case"]).name if row["case"] else ""
@@ -151,7 +157,8 @@ def _pool_run(work, jobs, log):
         for future in concurrent.futures.as_completed(futures):
             key, outcome = futures[future], future.result()
             outcomes[key] = outcome
-            state = "error" if outcome.error else ("killed" if outcome.killed else "not killed")
+            state = "error" if outcome.error else ("killed" if outcome.killed else
+                                                   "raised" if outcome.raised else "not killed")
             log(f"  {key[0]:26s} {key[1]:12s} {state:10s} {outcome.seconds:6.1f} s"
                 + (f"  {outcome.evidence[0].splitlines()[0][:100]}" if outcome.evidence else ""))
     return outcomes
