@@ -98,3 +98,13 @@ def test_missing_fields_names_each_lost_recording():
     assert casefile.missing_fields(casefile.from_json(data)) == ["cute weights", "cute metadata"]
     data["recorded"]["by"].append("flashinfer")
     assert casefile.missing_fields(casefile.from_json(data))[-1] == "flashinfer metadata"
+
+
+def test_missing_fields_asks_no_metadata_without_a_tile():
+    case = RoutingCase(np.zeros((1, EXPERTS), np.float32), np.zeros(EXPERTS, np.float32), np.float32(1.0), True,
+                       None, 0, 0, "no tile")
+    ids, weights = np.arange(TOP_K, dtype=np.int32)[None], np.full((1, TOP_K), 0.125, np.float32)
+    outputs = {"model": Outputs(ids, weights, None), "cute": Outputs(ids, None, None)}
+    record = casefile.CaseFile(case, outputs, {"by": ["model", "cute"]}, {}, [])
+    assert casefile.missing_fields(record) == ["cute weights"]
+

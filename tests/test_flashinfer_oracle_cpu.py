@@ -55,8 +55,11 @@ def _demangle(names):
 
 
 def test_library_builds_and_loads(library_path):
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(library_path)], capture_output=True, text=True,
+                              check=True).stdout.split()
+    assert "fi_dyn_block_metadata" in exported
     entry = ctypes.CDLL(str(library_path)).fi_dyn_block_metadata
-    assert entry is not None
+    assert ctypes.cast(entry, ctypes.c_void_p).value  # a loaded address, not NULL
 
 
 def test_library_holds_only_flashinfers_dyn_block_instance_for_the_target_archs(library_path):

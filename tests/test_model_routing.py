@@ -311,6 +311,8 @@ def _assert_untouched(meta, routes, ctas, padded):
     (dict(ids=np.zeros((9, 8), np.int32)), "ids must have shape"),
     (dict(ids=np.full((1, 8), 256, np.int32)), "ids must lie in"),
     (dict(ids=np.zeros((1, 8), np.int32)), "must not repeat"),
+    (dict(ids=np.array([[0, 1, 2, 3, 4, 5, 6, 6]], np.int32)), "must not repeat"),
+    (dict(ids=np.zeros((1, 1, 8), np.int32)), "ids must have shape"),
     (dict(local_expert_offset=-1), "local_expert_offset"),
     (dict(local_expert_offset=250, num_local_experts=7), "num_local_experts"),
     (dict(tile_n=0), "tile_n"),
@@ -322,6 +324,13 @@ def test_routing_metadata_rejects_inputs_outside_the_contract(kwargs, needle):
     args.update(kwargs)
     with pytest.raises(ValueError, match=needle):
         model.routing_metadata(**args)
+
+
+def test_metadata_of_eight_tokens_on_one_expert_each():
+    # Token t routes to experts 8t..8t+7; tile 8, all local: one CTA per expert, its row 0 token t.
+    meta = model.routing_metadata(np.arange(64, dtype=np.int32).reshape(8, 8), 0, 256, 8, fill=FILL)
+    assert meta[[META_PADDED_TOKENS, META_NUM_CTAS]].tolist() == [512, 64]
+    assert meta[META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + 16].tolist() == [0] + [-1] * 7 + [0] + [-1] * 7
 
 
 def test_metadata_field_names_every_region_of_the_layout():
