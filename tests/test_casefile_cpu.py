@@ -43,6 +43,8 @@ def _json():
 def test_a_round_trip_keeps_every_bit_of_inputs_and_outputs():
     again = casefile.from_json(_json())
     assert again.case.same_inputs(_case()) and again.case.generator == "hand made"
+    assert again.origin == {"why": "test"} and again.disagreements == []
+    assert again.recorded == {"by": ["model", "cute", "triton"]}
     assert np.float32(again.case.scale).view(np.uint32) == np.float32(2.5).view(np.uint32)
     assert sorted(again.outputs) == ["cute", "model", "triton"]
     for name, want in _outputs().items():

@@ -292,6 +292,13 @@ def test_metadata_tile_1_gives_one_cta_per_route():
     _assert_untouched(meta, routes=16, ctas=2, padded=2)
 
 
+def test_metadata_of_a_rank_without_experts():
+    meta = model.routing_metadata(_two_tokens(), 256, 0, 8, fill=FILL)
+    assert meta[[META_PADDED_TOKENS, META_NUM_CTAS]].tolist() == [0, 0]
+    assert meta[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + 16].tolist() == [-1] * 16
+    _assert_untouched(meta, routes=16, ctas=0, padded=0)
+
+
 def test_metadata_with_no_local_route():
     meta = model.routing_metadata(_two_tokens(), 200, 56, 8, fill=FILL)
     assert meta[[META_PADDED_TOKENS, META_NUM_CTAS]].tolist() == [0, 0]
@@ -318,6 +325,8 @@ def _assert_untouched(meta, routes, ctas, padded):
     (dict(tile_n=0), "tile_n"),
     (dict(tile_n=257), "tile_n"),
     (dict(fill=2**31), "fill"),
+    (dict(tile_n=True), "tile_n"),
+    (dict(num_local_experts=np.float32(4)), "num_local_experts"),
 ])
 def test_routing_metadata_rejects_inputs_outside_the_contract(kwargs, needle):
     args = dict(ids=np.arange(8, dtype=np.int32)[None], local_expert_offset=0, num_local_experts=256, tile_n=8)
