@@ -24,7 +24,7 @@ from properties.mutants.harness_run import copy_tree
 REPORT = REPO_ROOT / "properties" / "results" / "mutmut-report.json"
 WORK = REPO_ROOT / "build" / "mutmut"
 MUTATED = ("oracles/numpy_model/routing.py", "properties/engine/casefile.py")
-TESTS = ("tests/test_model_routing.py", "tests/test_casefile_cpu.py", "tests/test_invariants_cpu.py")
+TESTS = ("tests/test_model_routing.py", "tests/test_casefile_roundtrip_cpu.py", "tests/test_invariants_cpu.py")
 CONFIG = f"""
 [tool.mutmut]
 source_paths = ["kernel", "oracles", "properties"]
