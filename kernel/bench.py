@@ -376,6 +376,17 @@ def bench_problem(problem, cfg, rec):
     return out
 
 
+def eager_us(run, calls):
+    """Host time of one eager call in µs: the mean of ``calls`` calls back to back, one sync after them."""
+    run()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(calls):
+        run()
+    torch.cuda.synchronize()
+    return {"mean_us": (time.perf_counter() - started) / calls * 1e6, "calls": calls}
+
+
 def _time_fn(fn, cfg):
     graph = capture(fn, cfg.iterations)
     try:
@@ -646,6 +657,7 @@ def run(args):
                "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
+    results["eager"] = {name: {} for name in bench_report.EAGER_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
     rec.attempt("prepare", routing.prepare, True)
@@ -661,6 +673,9 @@ def run(args):
         for name in VARIANT_NAMES:
             for mode in ("graph", "pdl_chain", "verify"):
                 results[mode][name][str(b)] = measured[mode][name]
+        for name in bench_report.EAGER_VARIANTS:
+            results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.launcher(name),
+                                                         args.eager_calls)
         for target, stat in measured["producer"].items():
             results["pdl_chain"]["producer"][target][str(b)] = stat
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)
@@ -713,6 +728,7 @@ def parse_args(argv):
     parser.add_argument("--bs", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=int, default=1000, help="launches per CUDA graph")
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays per graph")
+    parser.add_argument("--eager-calls", type=int, default=2000, help="eager route() calls timed per b and variant")
     parser.add_argument("--tile-n", type=int, default=8)
     parser.add_argument("--local-expert-offset", type=int, default=0)
     parser.add_argument("--num-local-experts", type=int, default=EXPERTS)
