@@ -195,6 +195,8 @@ def _pick_row(mLogits, mIds, sScores, bias, row, lane):
     region = sScores.iterator.toint() + row * (EXPERTS * WORD_BYTES)
     _store_scores(region + first * WORD_BYTES, scores)
     addresses = _top_k(_sorted_words(corrected, region + first * WORD_BYTES), lane)
+    # The shuffles synchronise the warp; this orders the other lanes' score stores before any load.
+    cute.arch.sync_warp()
     mine = lane % TOP_K
     address = _by_pick(addresses, mine)
     expert = ((address - region) >> WORD_SHIFT) ^ SLOT_MASK
@@ -204,8 +206,6 @@ def _pick_row(mLogits, mIds, sScores, bias, row, lane):
 
 def _write_weights(mWeights, row, lane, addresses, address, scale, renormalize):
     """Write the weight of the lane's pick (index lane % TOP_K) of token ``row`` from the shared scores."""
-    # The shuffles synchronise the warp; this orders the other lanes' score stores before the loads.
-    cute.arch.sync_warp()
     mWeights[row, lane % TOP_K] = _weight(addresses, ld_shared_f32(address), scale, renormalize)
 
 
