@@ -32,7 +32,7 @@ from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_diffe
 from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
 from properties.bench.report import VARIANT_NAMES, VARIANTS
-from properties.bench.timing import Recorder, bench_problem, error_line, resources
+from properties.bench.timing import Recorder, bench_problem, eager_us, error_line, resources
 
 DEFAULT_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"
 # Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
@@ -74,6 +74,7 @@ def run(args):
                "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
+    results["eager"] = {name: {} for name in report.EAGER_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
     rec.attempt("prepare", routing.prepare, True)
@@ -89,6 +90,9 @@ def run(args):
         for name in VARIANT_NAMES:
             for mode in ("graph", "pdl_chain", "verify"):
                 results[mode][name][str(b)] = measured[mode][name]
+        for name in report.EAGER_VARIANTS:
+            results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.launcher(name),
+                                                         args.eager_calls)
         for target, stat in measured["producer"].items():
             results["pdl_chain"]["producer"][target][str(b)] = stat
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)
@@ -141,6 +145,7 @@ def parse_args(argv):
     parser.add_argument("--bs", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=int, default=1000, help="launches per CUDA graph")
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays per graph")
+    parser.add_argument("--eager-calls", type=int, default=2000, help="eager route() calls timed per b and variant")
     parser.add_argument("--tile-n", type=int, default=8)
     parser.add_argument("--local-expert-offset", type=int, default=0)
     parser.add_argument("--num-local-experts", type=int, default=EXPERTS)
