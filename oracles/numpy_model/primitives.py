@@ -202,7 +202,8 @@ def _sigmoid_tables():
 
 def _interpolate_into(unit, segment, x, work, out):
     """``out`` (int32) = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT of ``unit``'s common-path tables, using the
-    int64 buffers ``work[0]``, ``work[1]`` and the int16 ``work[2]``; ``segment`` and ``x`` are int32."""
+    int64 buffers ``work[0]``, ``work[1]`` and the int16 ``work[2]``; ``segment`` and ``x`` are int64 (the
+    gathers' index type, converted once)."""
     acc, term, square = work
     np.take(unit["c1"], segment, mode="clip", out=acc)
     np.multiply(acc, x, out=acc)
@@ -221,13 +222,14 @@ def _sigmoid_numpy(x):
     block outside it through ``_sigmoid_f32``."""
     tables, out, n = _sigmoid_tables(), np.empty_like(x), min(x.size, _BLOCK)
     t = np.empty(n, np.float32)
-    s, frac, high, index, segment = (np.empty(n, np.int32) for _ in range(5))
+    s, frac, high, index = (np.empty(n, np.int32) for _ in range(4))
+    segment, x_part = np.empty(n, np.int64), np.empty(n, np.int64)
     work = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int16)
     ex2, rcp = tables["ex2"], tables["rcp"]
     for i in range(0, x.size, _BLOCK):
         xb, ob = x[i:i + _BLOCK], out[i:i + _BLOCK]
         m = xb.size
-        tb, sb, fb, hb, ib, gb = t[:m], s[:m], frac[:m], high[:m], index[:m], segment[:m]
+        tb, sb, fb, hb, ib, gb, xb64 = t[:m], s[:m], frac[:m], high[:m], index[:m], segment[:m], x_part[:m]
         wb = tuple(w[:m] for w in work)
         np.multiply(xb, np.float32(_NEG_LOG2E), out=tb)
         rare = None
@@ -240,10 +242,10 @@ def _sigmoid_numpy(x):
         np.subtract(sb, fb, out=hb)
         np.right_shift(sb, 31, out=ib)
         np.add(fb, ib, out=ib)  # f for t >= 0; for t < 0, 2^23 - f' - 1 (f' the fraction of |t|), or -1
-        np.right_shift(ib, ex2["x_bits"], out=gb)
-        np.add(gb, 1, out=gb)
-        np.bitwise_and(ib, (1 << ex2["x_bits"]) - 1, out=ib)
-        _interpolate_into(ex2, gb, ib, wb, sb)
+        np.bitwise_and(ib, (1 << ex2["x_bits"]) - 1, out=xb64)
+        np.right_shift(ib, ex2["x_bits"], out=ib)
+        np.add(ib, 1, out=gb)
+        _interpolate_into(ex2, gb, xb64, wb, sb)
         np.add(sb, hb, out=sb)
         d = sb.view(np.float32)
         np.add(d, np.float32(1.0), out=d)
@@ -251,8 +253,8 @@ def _sigmoid_numpy(x):
         np.bitwise_and(sb, _FRACTION, out=fb)
         np.subtract(fb, sb, out=hb)
         np.right_shift(fb, rcp["x_bits"], out=gb)
-        np.bitwise_and(fb, (1 << rcp["x_bits"]) - 1, out=ib)
-        _interpolate_into(rcp, gb, ib, wb, sb)
+        np.bitwise_and(fb, (1 << rcp["x_bits"]) - 1, out=xb64)
+        _interpolate_into(rcp, gb, xb64, wb, sb)
         np.add(sb, hb, out=ob.view(np.int32))
         if rare is not None and rare.size:
             ob[rare] = _sigmoid_f32(xb[rare])
