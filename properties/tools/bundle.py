@@ -137,6 +137,9 @@ def main(argv=None):
         for part in build(args.out, args.part_mb):
             size = sum(p.stat().st_size for p in part.iterdir())
             print(f"{part}: {size / 2**20:.1f} MiB, {len(list(part.iterdir()))} files")
+    elif not (args.stage / MANIFEST).is_file():
+        print(f"install: {args.stage / MANIFEST} missing: copy every part's files into {args.stage}", file=sys.stderr)
+        return 2
     else:
         install(args.stage, args.site, args.repo)
     return 0
