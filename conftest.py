@@ -66,6 +66,7 @@ def pytest_addoption(parser):
     parser.addoption("--gate-progress", default=None, help="keep the number of finished tests in this file")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """Refuse an unknown profile, or a seed that the profile would ignore, before any test runs."""
     profile = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT)
