@@ -5,7 +5,8 @@
 Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
 model) runs the case again, and each live output and each recorded output is compared with the model's live
 output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
-reproduces), 2 when a file cannot be read.
+reproduces), 2 when a file cannot be read (one line naming the file and the field; every file is read before
+any case runs). The last line printed says which: ``replay: AGREE``, ``replay: DIFFER`` or ``replay: UNREADABLE``.
 """
 
 import argparse
@@ -16,6 +17,8 @@ from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REFERENCE, run_all, unavailable
 
 RECORDED = " (recorded)"
+AGREE, DIFFER, UNREADABLE = 0, 1, 2
+VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE"}
 
 
 def replay(record):
@@ -42,27 +45,41 @@ def _summary(path, record, live, found):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    args = parser.parse_args(argv)
-    paths = casefile.case_files(args.cases)
+def _read_all(paths):
+    """path -> CaseFile for every path; CaseFileError or OSError (one line) for the first unreadable one."""
+    return {path: casefile.read(path) for path in paths}
+
+
+def run(cases):
+    """Replay every case file or folder in ``cases``; return AGREE, DIFFER or UNREADABLE."""
+    paths = casefile.case_files(cases)
     if not paths:
-        print(f"no case files in {args.cases}", file=sys.stderr)
-        return 2
+        print(f"replay: no case files in {' '.join(map(str, cases))}", file=sys.stderr)
+        return UNREADABLE
+    try:
+        records = _read_all(paths)
+    except casefile.CaseFileError as exc:
+        print(f"replay: cannot read {exc}", file=sys.stderr)
+        return UNREADABLE
+    except OSError as exc:
+        print(f"replay: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return UNREADABLE
     missing = unavailable()
     if missing:
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
-    status = 0
-    for path in paths:
-        try:
-            record = casefile.read(path)
-        except (OSError, ValueError, KeyError) as exc:
-            print(f"{path}: cannot read: {exc}", file=sys.stderr)
-            return 2
+    status = AGREE
+    for path, record in records.items():
         live, found = replay(record)
         print(_summary(path, record, live, found))
-        status = max(status, 1 if found else 0)
+        status = max(status, DIFFER if found else AGREE)
+    return status
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+", help="case files or folders of them")
+    status = run(parser.parse_args(argv).cases)
+    print(f"replay: {VERDICTS[status]} (exit {status})")
     return status
 
 

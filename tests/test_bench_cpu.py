@@ -179,8 +179,8 @@ def test_harness_figures_on_the_cpu():
 
 
 def test_committed_results_match_the_readme():
-    """The README's benchmark block is the table of properties/results/bench-h200.json, or absent without it."""
-    block = bench_report.readme_block((ROOT / "README.md").read_text())
+    """The results README's benchmark block is the table of properties/results/bench-h200.json, or absent without it."""
+    block = bench_report.readme_block((ROOT / "properties" / "results" / "README.md").read_text())
     if not RESULTS.is_file():
         assert block is None, f"README has a benchmark table but {RESULTS.relative_to(ROOT)} does not exist"
         return

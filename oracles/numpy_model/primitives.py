@@ -77,6 +77,9 @@ def _public(kernel, numpy_kernel=None):
 
     @functools.wraps(kernel)
     def run(*args):
+        if len(args) != len(names):
+            raise TypeError(f"{kernel.__name__.lstrip('_')} takes {len(names)} argument(s) ({', '.join(names)}), "
+                            f"got {len(args)}")
         args = [require_f32(name, a) for name, a in zip(names, args)]
         if len({namespace(a) for a in args}) != 1:
             raise ValueError(f"{', '.join(names)} must all be NumPy arrays or all torch tensors")

@@ -2,7 +2,7 @@
 for b = 1..8 tokens, and the harness's own throughput. Results go to one JSON file with provenance.
 
     python -m properties.bench --out properties/results/bench-h200.json [--verify-record FILE ...]
-    python -m properties.bench --readme-table FILE [--update-readme]   # the README tables from a results file
+    python -m properties.bench --readme-table FILE [--update-readme]   # the tables of properties/results/README.md
     python -m properties.bench --time-verify --out FILE                # `make verify`'s wall time on this machine
 
 Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--iterations`` times back to back into one
@@ -128,7 +128,7 @@ def readme(args):
     results = report.check_schema(json.loads(Path(args.readme_table).read_text()))
     body = report.readme_table(results)
     if args.update_readme:
-        path = REPO_ROOT / "README.md"
+        path = REPO_ROOT / "properties" / "results" / "README.md"
         path.write_text(report.replace_readme_block(path.read_text(), body))
     print(body, end="")
     return 0
@@ -140,7 +140,8 @@ def parse_args(argv):
     mode.add_argument("--readme-table", metavar="FILE", help="print the README tables of a results file")
     mode.add_argument("--time-verify", action="store_true", help="time `make verify`'s recipe; record to --out")
     mode.add_argument("--ncu-workload", metavar="LABELS", help=argparse.SUPPRESS)
-    parser.add_argument("--update-readme", action="store_true", help="with --readme-table: rewrite README.md's block")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="with --readme-table: rewrite the block of properties/results/README.md")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--bs", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=int, default=1000, help="launches per CUDA graph")
