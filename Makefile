@@ -1,28 +1,56 @@
 # Set-up is idempotent: every target that runs code depends on the virtual environment.
+# A machine whose $(PYTHON) already has a CUDA torch (a GPU runner) gets a venv on top of its packages
+# (--system-site-packages) and installs only what is missing; elsewhere torch's CPU build comes first, so
+# nothing below pulls a multi-GB CUDA build. flashinfer-python goes in without its dependencies: building the
+# oracle from its sources does not need them.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_CPU := torch==2.13.0
+FLASHINFER := flashinfer-python==0.7.2.post1
+HYPOTHESIS_PROFILE ?=
+PYTEST_ARGS ?=
 
-.PHONY: setup verify test clean bench-model prove-primitives measure-mufu
+.PHONY: setup verify test clean bench-model prove-primitives measure-mufu wheel-check
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	# torch first: the local CPU build, so nothing below pulls a multi-GB CUDA build.
-	$(PY) -m pip install -q $(TORCH_CPU)
-	$(PY) -m pip install -q -e .
-	$(PY) -m pip install -q --no-deps flashinfer-python==0.7.2.post1
+	@if [ ! -x $(PY) ]; then \
+	  if $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
+	    echo "setup: $(PYTHON) has a CUDA torch: the venv uses its packages"; \
+	    $(PYTHON) -m venv --system-site-packages $(VENV) || $(PYTHON) -m venv --system-site-packages --without-pip $(VENV); \
+	  else $(PYTHON) -m venv $(VENV); fi; fi
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_CPU)
+	$(PY) -c "import setuptools" 2>/dev/null || $(PY) -m pip install -q "setuptools>=68"
+	$(PY) -m pip install -q --no-build-isolation -e .
+	$(PY) -c "import importlib.metadata as m; m.version('flashinfer-python')" 2>/dev/null \
+	  || $(PY) -m pip install -q --no-deps $(FLASHINFER)
 	touch $(STAMP)
 
+# HYPOTHESIS_PROFILE (ci, dev, gpu, nightly) and PYTEST_ARGS (e.g. "-k corpus", "--hypothesis-seed=N" with a
+# non-derandomized profile) reach both.
 test: $(STAMP)
-	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci
+	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
 
-verify: $(STAMP) flashinfer-oracle
-	$(PY) -m properties.tools.gate
+verify: $(STAMP)
+	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) -- $(PYTEST_ARGS)
+
+# CI: the wheel installs every subpackage and data file. Built here, installed into a fresh venv that sees
+# this venv's packages (no download), imported from outside the checkout, and used to replay a corpus case.
+WHEEL_CASE := corpora/regression/all_equal-000.json
+wheel-check: $(STAMP)
+	rm -rf build/wheel-check
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation . -w build/wheel-check/dist
+	$(PY) -m venv build/wheel-check/venv
+	build/wheel-check/venv/bin/python -m pip install -q --no-deps --no-index build/wheel-check/dist/*.whl
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+	  > "$$(build/wheel-check/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/project-venv.pth"
+	cd build/wheel-check && venv/bin/python -c "import oracles.numpy_model as m, oracles.mufu, \
+	  oracles.flashinfer_routing, properties.engine.casefile as c, sys; \
+	  assert sys.prefix in m.__file__ and c.SCHEMA_PATH.is_file(), m.__file__; print('wheel: model from', m.__file__)"
+	cd build/wheel-check && venv/bin/python -m properties.replay $(CURDIR)/$(WHEEL_CASE)
 
 bench-model: $(STAMP)
 	$(PY) -m oracles.numpy_model.bench
@@ -39,22 +67,39 @@ clean:
 
 # FlashInfer's routingIndicesDynBlockKernel built from the installed flashinfer-python sources into
 # build/flashinfer_oracle/ (needs nvcc, not a GPU). Targets: FLASHINFER_ORACLE_ARCHS="sm_90a sm_100a".
+# Without nvcc or the sources it says "not run" and succeeds where a prebuilt library is in place.
 .PHONY: flashinfer-oracle
 flashinfer-oracle: $(STAMP)
 	$(PY) -m oracles.flashinfer_routing
 
-# Everything a GPU runner without package access needs, in parts of at most GPU_BUNDLE_PART_MB MiB:
-# copy every part into one folder S there, then `python3 S/install.py install S SITE --repo REPO`.
-.PHONY: gpu-bundle
+# GPU runners without package access. Here: `make gpu-bundle` writes build/gpu-bundle/part1..N (each at most
+# GPU_BUNDLE_PART_MB MiB): the wheels the runner image lacks and the prebuilt FlashInfer oracle library.
+# There: copy every part's files into one folder B, then `make gpu-install BUNDLE=B` (no network: a venv on the
+# image's CUDA torch, the wheels installed into it, the library into build/) and `VERIFY_REQUIRE_GPU=1 make verify`.
+.PHONY: gpu-bundle gpu-install
 GPU_BUNDLE_PART_MB ?= 40
 gpu-bundle: $(STAMP) flashinfer-oracle
 	$(PY) -m properties.tools.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
+
+gpu-install:
+	@test -n "$(BUNDLE)" || { echo "usage: make gpu-install BUNDLE=<folder holding every part's files>"; exit 2; }
+	@test -f "$(BUNDLE)/install.py" || { echo "gpu-install: $(BUNDLE)/install.py missing: copy every part into $(BUNDLE)"; exit 2; }
+	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV) \
+	  || $(PYTHON) -m venv --system-site-packages --without-pip $(VENV)
+	$(PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-install: the venv has no CUDA torch')"
+	$(PY) $(BUNDLE)/install.py install $(BUNDLE) --repo $(CURDIR)
+	# The checkout on the venv's path (what `pip install -e .` does, without needing setuptools' build here).
+	$(PY) -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], \
+	  'musespark-routing-harness.pth').write_text('$(CURDIR)\n')"
+	touch $(STAMP)
 
 # Properties and corpora (properties/, corpora/). `make replay CASE=path` replays saved cases (files or
 # folders, several allowed): every implementation this machine runs, and every recorded output, against the
 # live NumPy model; exit 1 when anything differs. `corpus-generate` draws the regression corpus (FORCE=1
 # replaces it); `corpus-record` reruns every implementation on it and records the outputs (needs the GPU).
 .PHONY: replay corpus-generate corpus-record
+# Exit 0 agree, 1 differ, 2 unreadable from `python -m properties.replay` (use it directly in scripts: make
+# reports any failure as its own exit 2; its last line, "Error 1" or "Error 2", keeps the code).
 replay: $(STAMP)
 	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
 	$(PY) -m properties.replay $(CASE)

@@ -5,28 +5,23 @@ import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
 from oracles.fpenv import assert_subnormals_kept
 from oracles.provenance import cuda_reason
+from properties.tools import profiles
+from properties.tools.gate import GPU_NOT_RUN, named_skip
 
 # A library built with -ffast-math can switch FTZ/DAZ on for the whole process; every float comparison
 # against the hardware would then be wrong. Checked before any test is collected.
 assert_subnormals_kept()
 
-_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=_SLOW_OK,
-                          derandomize=True, print_blob=True)
-settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=_SLOW_OK,
-                          print_blob=True)
-settings.register_profile("gpu", max_examples=3000, deadline=None, suppress_health_check=_SLOW_OK,
-                          print_blob=True)
-settings.register_profile("nightly", max_examples=100_000, deadline=None, suppress_health_check=_SLOW_OK,
-                          print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+profiles.register()
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT))
 
-
-_counter = {"skipped": 0}
+_SKIP_PREFIX = "Skipped: "
+PROGRESS_EVERY_S = 1.0
+_session = {"done": 0, "named": {}, "unnamed": [], "progress": None, "written": 0.0}
 
 # Which part of the harness a test file checks, for the gate's summary (first matching prefix wins).
 GROUPS = (
@@ -40,8 +35,11 @@ GROUPS = (
     ("tests/test_cross_oracles", "cross-oracle"),
     ("tests/test_properties_", "properties"),
     ("tests/test_corpus", "corpus replay"),
+    ("tests/test_casefile", "corpus replay"),
     ("tests/test_mutants", "mutants"),
     ("tests/test_bundle", "gpu bundle"),
+    ("tests/test_gate", "gate"),
+    ("tests/test_product", "gate"),
     ("tests/test_bench", "benchmark"),
     ("tests/test_layers", "layering"),
 )
@@ -65,30 +63,67 @@ def cases(request):
 
 def pytest_addoption(parser):
     parser.addoption("--gate-report", default=None, help="write a per-group JSON summary of this run here")
+    parser.addoption("--gate-progress", default=None, help="keep the number of finished tests in this file")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Refuse an unknown profile, or a seed that the profile would ignore, before any test runs."""
+    profile = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT)
+    problem = profiles.problem(profile, config.getoption("hypothesis_seed", None) is not None)
+    if problem:
+        raise pytest.UsageError(problem)
+    _session["progress"] = config.getoption("--gate-progress")
 
 
 def pytest_collection_modifyitems(config, items):
     reason = cuda_reason()
     if reason is None:
         return
-    marker = pytest.mark.skip(reason=f"GPU check not run: {reason}")
+    marker = pytest.mark.skip(reason=f"{GPU_NOT_RUN}: {reason}")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(marker)
 
 
+def _skip_reason(report):
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if hasattr(report, "wasxfail"):
+        return f"xfail: {report.wasxfail}"
+    return reason[len(_SKIP_PREFIX):] if reason.startswith(_SKIP_PREFIX) else reason
+
+
+def _count_skip(report, reason):
+    named = named_skip(reason)
+    if named is None:
+        _session["unnamed"].append({"test": report.nodeid, "reason": reason})
+    else:
+        _session["named"][named] = _session["named"].get(named, 0) + 1
+
+
+def _note_progress(report):
+    if report.when != "teardown" or not _session["progress"]:
+        return
+    _session["done"] += 1
+    now = time.monotonic()
+    if now - _session["written"] >= PROGRESS_EVERY_S:
+        _session["written"] = now
+        with open(_session["progress"], "w") as f:
+            f.write(str(_session["done"]))
+
+
 def pytest_runtest_logreport(report):
     """Counts in the controlling process too: under xdist it receives every worker's reports."""
-    if report.skipped and "gpu" in report.keywords and report.when in ("setup", "call"):
-        _counter["skipped"] += 1
+    _note_progress(report)
     if report.when == "call" or (report.when == "setup" and not report.passed):
         g = _gate.setdefault(group_of(report.nodeid), {"passed": 0, "failed": 0, "skipped": 0, "cases": 0,
                                                        "seconds": 0.0, "skip_reasons": {}, "failures": []})
         g["seconds"] += report.duration
         g["cases"] += sum(v for k, v in report.user_properties if k == "cases")
         if report.skipped:
+            reason = _skip_reason(report)
+            _count_skip(report, reason)
             g["skipped"] += 1
-            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             g["skip_reasons"][reason] = g["skip_reasons"].get(reason, 0) + 1
         elif report.failed:
             g["failed"] += 1
@@ -97,18 +132,28 @@ def pytest_runtest_logreport(report):
             g["passed"] += 1
 
 
+def _write_whole(path, record):
+    """Write JSON ``record`` to ``path`` through a temporary file, so that a reader sees all of it or nothing."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    partial = f"{path}.partial"
+    with open(partial, "w") as f:
+        json.dump(record, f, indent=1)
+    os.replace(partial, path)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if hasattr(config, "workeroutput"):
         return
     path = config.getoption("--gate-report")
+    gpu_not_run = _session["named"].get(GPU_NOT_RUN, 0)
     if path:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump({"exitstatus": int(exitstatus), "groups": _gate, "gpu_checks_not_run": _counter["skipped"],
-                       "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f, indent=1)
-    n = _counter["skipped"]
-    if n:
-        terminalreporter.write_line(f"{n} GPU checks did not run (no CUDA device): not counted as passed",
-                                    yellow=True, bold=True)
-    else:
-        terminalreporter.write_line("every GPU check selected in this run ran", green=True)
+        _write_whole(path, {"exitstatus": int(exitstatus), "groups": _gate, "gpu_checks_not_run": gpu_not_run,
+                            "named_skips": _session["named"], "unnamed_skips": _session["unnamed"],
+                            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    for name, n in _session["named"].items():
+        terminalreporter.write_line(f"{n} tests skipped: {name} (not counted as passed)", yellow=True, bold=True)
+    for skip in _session["unnamed"]:
+        terminalreporter.write_line(f"unexpected skip (fails the gate): {skip['test']}: {skip['reason']}",
+                                    red=True, bold=True)
+    if not _session["named"] and not _session["unnamed"]:
+        terminalreporter.write_line("every check selected in this run ran", green=True)

@@ -12,7 +12,7 @@ PTX float literal, as Triton prints its constants.
 
 from dataclasses import dataclass
 
-from cutlass import Float32, Int32, Int64
+from cutlass import Float32, Int32, Int64, Uint64
 from cutlass._mlir.dialects import llvm
 from cutlass.cutlass_dsl import T, dsl_user_op
 
@@ -96,3 +96,33 @@ def st_global_v4_b32(address: Int64, value: Int32, *, loc=None, ip=None) -> None
                     "st.global.v4.b32 [$0], {$1, $1, $1, $1};", "l,r,~{memory}",
                     has_side_effects=True, is_align_stack=False,
                     asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+
+
+@dsl_user_op
+def st_shared_v4_f32(address: Int32, values, *, loc=None, ip=None) -> None:
+    """``st.shared.v4.f32``: four floats to a 16-byte aligned shared address, in program order."""
+    operands = [Int32(address).ir_value(loc=loc, ip=ip)] + [Float32(v).ir_value(loc=loc, ip=ip) for v in values]
+    llvm.inline_asm(None, operands, "st.shared.v4.f32 [$0], {$1, $2, $3, $4};", "r,f,f,f,f,~{memory}",
+                    has_side_effects=True, is_align_stack=False,
+                    asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+
+
+@dsl_user_op
+def compare_exchange_u64(a, b, *, loc=None, ip=None) -> tuple:
+    """(max, min) of two unsigned 64-bit words from one ``setp.gt.u64`` and two ``selp.b64`` on its predicate
+    (LLVM would rewrite the pair as umax and umin, each with a comparison of its own)."""
+    struct = llvm.StructType.get_literal([T.i64()] * 2)
+    result = llvm.inline_asm(struct, [Uint64(a).ir_value(loc=loc, ip=ip), Uint64(b).ir_value(loc=loc, ip=ip)],
+                             "{ .reg .pred p; setp.gt.u64 p, $2, $3; selp.b64 $0, $2, $3, p; "
+                             "selp.b64 $1, $3, $2, p; }", "=l,=l,l,l",
+                             has_side_effects=False, is_align_stack=False,
+                             asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
+    return tuple(Uint64(llvm.extractvalue(T.i64(), result, [i], loc=loc, ip=ip)) for i in range(2))
+
+
+@dsl_user_op
+def ld_shared_f32(address: Int32, *, loc=None, ip=None) -> Float32:
+    """``ld.shared.f32``: one float from a shared address, in program order (after the warp's barrier)."""
+    return Float32(llvm.inline_asm(T.f32(), [Int32(address).ir_value(loc=loc, ip=ip)], "ld.shared.f32 $0, [$1];",
+                                   "=f,r,~{memory}", has_side_effects=True, is_align_stack=False,
+                                   asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip))

@@ -6,7 +6,8 @@ Every implementation that runs here (on a GPU: the model, Triton, the kernel and
 model) runs the case again, and each live output and each recorded output is compared with the model's live
 output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
 reproduces), 2 when a file cannot be read or lacks an output its recording implementations write
-(properties/engine/casefile.py WRITES).
+(properties/engine/casefile.py WRITES): one line naming the file and the field; every file is read before any
+case runs. The last line printed says which: ``replay: AGREE``, ``replay: DIFFER`` or ``replay: UNREADABLE``.
 """
 
 import argparse
@@ -17,6 +18,8 @@ from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REFERENCE, run_all, unavailable
 
 RECORDED = " (recorded)"
+AGREE, DIFFER, UNREADABLE = 0, 1, 2
+VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE"}
 
 
 def replay(record):
@@ -43,30 +46,51 @@ def _summary(path, record, live, found):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    args = parser.parse_args(argv)
-    paths = casefile.case_files(args.cases)
+def _read_complete(path):
+    """The CaseFile at ``path``; CaseFileError (one line) when it cannot be read or lacks a field one of its
+    recording implementations writes (a recording that lost an output must not pass as one that agrees)."""
+    record = casefile.read(path)
+    missing = casefile.missing_fields(record)
+    if missing:
+        raise casefile.CaseFileError(f"{path}: outputs: recorded outputs missing: {', '.join(missing)}")
+    return record
+
+
+def _read_all(paths):
+    """path -> CaseFile for every path; CaseFileError or OSError (one line) for the first unreadable one."""
+    return {path: _read_complete(path) for path in paths}
+
+
+def run(cases):
+    """Replay every case file or folder in ``cases``; return AGREE, DIFFER or UNREADABLE."""
+    paths = casefile.case_files(cases)
     if not paths:
-        print(f"no case files in {args.cases}", file=sys.stderr)
-        return 2
+        print(f"replay: no case files in {' '.join(map(str, cases))}", file=sys.stderr)
+        return UNREADABLE
+    try:
+        records = _read_all(paths)
+    except casefile.CaseFileError as exc:
+        print(f"replay: cannot read {exc}", file=sys.stderr)
+        return UNREADABLE
+    except OSError as exc:
+        print(f"replay: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return UNREADABLE
     missing = unavailable()
     if missing:
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
-    status = 0
-    for path in paths:
-        try:
-            record = casefile.read(path)
-            missing = casefile.missing_fields(record)
-            if missing:
-                raise ValueError(f"recorded outputs missing: {', '.join(missing)}")
-        except (OSError, ValueError, KeyError) as exc:
-            print(f"{path}: cannot read: {exc}", file=sys.stderr)
-            return 2
+    status = AGREE
+    for path, record in records.items():
         live, found = replay(record)
         print(_summary(path, record, live, found))
-        status = max(status, 1 if found else 0)
+        status = max(status, DIFFER if found else AGREE)
+    return status
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="+", help="case files or folders of them")
+    status = run(parser.parse_args(argv).cases)
+    print(f"replay: {VERDICTS[status]} (exit {status})")
     return status
 
 

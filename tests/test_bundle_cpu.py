@@ -67,3 +67,16 @@ def test_installer_command_line_takes_stage_and_site(fake_wheels, tmp_path, monk
     monkeypatch.setattr(subprocess, "run", lambda cmd, check: None)
     assert bundle.main(["install", str(stage), str(tmp_path / "site"), "--repo", str(tmp_path / "runner")]) == 0
     assert (tmp_path / "runner" / bundle.ORACLE_FILES[0]).is_file()
+
+
+def test_without_a_site_the_wheels_go_into_the_running_environment(fake_wheels, tmp_path, monkeypatch):
+    """`make gpu-install` runs install.py with the venv's python: pip installs into that venv (so the DSL's
+    .pth file is honoured), not into a --target folder."""
+    parts = bundle.build(tmp_path / "bundle", part_mb=2)
+    stage = tmp_path / "stage"
+    _stage(parts, stage)
+    installed = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check: installed.extend(cmd))
+    assert bundle.main(["install", str(stage), "--repo", str(tmp_path / "runner")]) == 0
+    assert "--no-index" in installed and "--target" not in installed
+    assert installed[:3] == [bundle.sys.executable, "-m", "pip"]

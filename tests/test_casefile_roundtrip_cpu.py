@@ -36,7 +36,7 @@ def _outputs():
 
 
 def _json():
-    record = casefile.CaseFile(_case(), _outputs(), {"by": ["model", "cute", "triton"]}, {"why": "test"}, [])
+    record = casefile.CaseFile(_case(), _outputs(), {"by": ["model", "cute", "triton"], "environment": {}}, {"why": "test"}, [])
     return json.loads(json.dumps(casefile.to_json(record)))
 
 
@@ -44,7 +44,7 @@ def test_a_round_trip_keeps_every_bit_of_inputs_and_outputs():
     again = casefile.from_json(_json())
     assert again.case.same_inputs(_case()) and again.case.generator == "hand made"
     assert again.origin == {"why": "test"} and again.disagreements == []
-    assert again.recorded == {"by": ["model", "cute", "triton"]}
+    assert again.recorded == {"by": ["model", "cute", "triton"], "environment": {}}
     assert np.float32(again.case.scale).view(np.uint32) == np.float32(2.5).view(np.uint32)
     assert sorted(again.outputs) == ["cute", "model", "triton"]
     for name, want in _outputs().items():
@@ -78,7 +78,7 @@ def _broken(change):
 
 
 @pytest.mark.parametrize("change,needle", [
-    (lambda d: d.update(format="musespark-routing-case/0"), "not a musespark-routing-case/1 case"),
+    (lambda d: d.update(format="musespark-routing-case/0"), "format: 'musespark-routing-case/0' fails const"),
     (lambda d: d["inputs"].update(bias="3e800000*4 ff800000*251"), "expected 256 words, got 255"),
     (lambda d: d["inputs"]["logits"].__setitem__(0, "00000000*257"), "expected 256 words, got 257"),
     (lambda d: d["outputs"]["metadata"][0].update(value="0"), f"expected {metadata_size(TILE)} words, got 1"),
@@ -96,7 +96,7 @@ def test_missing_fields_names_each_lost_recording():
     assert casefile.missing_fields(casefile.from_json(_json())) == []
     data = copy.deepcopy(_json())
     data["outputs"]["metadata"][0]["by"] = ["model"]
-    data["outputs"]["weights"][1]["by"] = []
+    del data["outputs"]["weights"][1]  # the entry of cute's weights
     assert casefile.missing_fields(casefile.from_json(data)) == ["cute weights", "cute metadata"]
     data["recorded"]["by"].append("flashinfer")
     assert casefile.missing_fields(casefile.from_json(data))[-1] == "flashinfer metadata"

@@ -136,4 +136,5 @@ def test_a_recording_that_lost_a_field_is_refused(tmp_path, capsys, field, name)
     lost = tmp_path / "lost.json"
     lost.write_text(json.dumps(data))
     assert replay_main([str(lost)]) == 2
-    assert f"recorded outputs missing: {name} {field}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"replay: cannot read {lost}: outputs: recorded outputs missing: {name} {field}"]

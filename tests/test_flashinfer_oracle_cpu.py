@@ -3,7 +3,6 @@ FlashInfer's one dyn-block kernel instance, reports CUDA errors, and the wrapper
 
 import ctypes
 import glob
-import importlib.metadata
 import os
 import re
 import subprocess
@@ -24,23 +23,19 @@ _DYN_BLOCK_INSTANCE = f"voidmoe::dev::routing::routingCustom::routingIndicesDynB
 _FILL_KERNEL = "fi_oracle::fillKernel(int*,int,int)"
 
 
-def _sources_installed():
-    try:
-        return importlib.metadata.version(build.FLASHINFER_DIST) == build.FLASHINFER_VERSION
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
-
-# A GPU runner without package access has the library prebuilt by `make gpu-bundle`, not the sources.
-needs_sources = pytest.mark.skipif(not _sources_installed(), reason=(
-    f"{build.FLASHINFER_DIST}=={build.FLASHINFER_VERSION} not installed here: the prebuilt oracle library is in use"))
+# A GPU runner without package access has the library prebuilt by `make gpu-bundle`, not the sources or nvcc:
+# the build's checks are then skipped under the name the gate accepts (a failure under VERIFY_REQUIRE_GPU=1
+# only when no library is there either).
+needs_build = pytest.mark.skipif(build.unavailable() is not None,
+                                 reason=f"{build.NOT_RUN}: {build.unavailable()}")
 
 
 @pytest.fixture(scope="module")
 def library_path():
-    if _sources_installed():
+    if build.unavailable() is None:
         return build.build()
-    assert build.LIBRARY.is_file(), f"neither the flashinfer sources nor a prebuilt {build.LIBRARY} are here"
+    if not build.LIBRARY.is_file():
+        pytest.skip(f"{build.NOT_RUN}: {build.unavailable()}; no prebuilt {build.LIBRARY} either")
     return build.LIBRARY
 
 
@@ -70,7 +65,7 @@ def test_library_holds_only_flashinfers_dyn_block_instance_for_the_target_archs(
     assert sorted(kernels) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
 
 
-@needs_sources
+@needs_build
 def test_build_reads_flashinfer_from_the_installed_package():
     data = build.flashinfer_data_dir()
     command = build.nvcc_command(build.DEFAULT_ARCHS, Path("out.so"), data)
@@ -82,7 +77,7 @@ def test_build_reads_flashinfer_from_the_installed_package():
                                            "SfLayoutDecl.h"}
 
 
-@needs_sources
+@needs_build
 def test_bad_arch_is_refused():
     with pytest.raises(ValueError, match="arch"):
         build.nvcc_command(["90a"], Path("out.so"), build.flashinfer_data_dir())

@@ -7,7 +7,7 @@ fault is the CPU device fails on the device, and every other call fails on the a
 import pytest
 import torch
 
-from kernel import routing
+from kernel import contract, routing
 
 B, TILE = 3, 8
 
@@ -177,3 +177,31 @@ def test_disjoint_views_of_one_buffer_are_accepted():
     ids = storage[:B * routing.TOP_K].view(B, routing.TOP_K)
     weights = storage[B * routing.TOP_K:].view(torch.float32).view(B, routing.TOP_K)
     rejects("logits", valid(ids=ids, weights=weights), "CUDA device")
+
+
+def test_a_signature_tells_apart_everything_the_checks_read():
+    """The cache of checked calls (kernel/contract.py) keys on every argument property the checks read: a call
+    that differs in any of them gets another signature, and must pass the checks again."""
+    base = valid()
+    key = contract.signature(**base)
+    assert key is not None and key == contract.signature(**valid(**{k: base[k] for k in base}))
+    buffer = torch.zeros(2 * B * routing.EXPERTS)
+    variants = {
+        "scale -0.0 vs 0.0": (dict(scale=0.0), dict(scale=-0.0)),
+        "scale type": (dict(scale=2.0), dict(scale=2)),
+        "renormalize type": (dict(renormalize=True), dict(renormalize=1)),
+        "tile type": (dict(tile_n=1), dict(tile_n=True)),
+        "address": (dict(logits=buffer[:B * routing.EXPERTS].view(B, -1)),
+                    dict(logits=buffer[4:4 + B * routing.EXPERTS].view(B, -1))),
+        "strides": (dict(logits=buffer.view(B, -1)[:, :routing.EXPERTS]),
+                    dict(logits=buffer[:B * routing.EXPERTS].view(B, -1))),
+        "dtype": (dict(ids=torch.zeros(B, routing.TOP_K, dtype=torch.int32)),
+                  dict(ids=torch.zeros(B, routing.TOP_K, dtype=torch.float32))),
+        "metadata or not": (plain(), valid()),
+    }
+    for what, (one, other) in variants.items():
+        assert contract.signature(**{**base, **one}) != contract.signature(**{**base, **other}), what
+
+
+def test_a_scale_beyond_every_float_is_named():
+    rejects("scale", valid(scale=10**400), "finite")

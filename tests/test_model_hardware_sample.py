@@ -73,3 +73,19 @@ def test_the_torch_path_gives_the_numpy_bits(name, stratum):
     got = getattr(numpy_model, name)(*tensors).view(torch.int32).numpy().view(np.uint32)
     bad = np.flatnonzero(got != _model_outputs(name, inputs))
     assert bad.size == 0, [{"inputs": [_hex(x[i]) for x in inputs], "torch": _hex(got[i])} for i in bad[:10]]
+
+
+def test_the_numpy_common_path_gives_the_torch_bits_at_its_edges():
+    """NumPy's sigmoid_f32 takes a shorter path where t = x * -log2(e) lies in [-126, 126): around every
+    integer t from -130 to 130 (those ends, and a negative t with no fraction bits, are where it could
+    differ), 64 neighbours each way and the signed zeros, it equals the torch path (the generic model)."""
+    log2e = np.float64(np.int32(0x3FB8AA3B).view(np.float32))
+    centres = (np.arange(-130, 131) / log2e).astype(np.float32).view(np.int32)
+    x = (centres[:, None] + np.arange(-64, 65, dtype=np.int32)).reshape(-1).view(np.float32)
+    t = x * -np.float32(log2e)
+    assert np.count_nonzero((t < 0) & (t == np.round(t))) > 100 and (t == -126).any() and (t == 126).any()
+    got = numpy_model.sigmoid_f32(x).view(np.uint32)
+    want = numpy_model.sigmoid_f32(torch.from_numpy(x)).view(torch.int32).numpy().view(np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [{"x": _hex(x.view(np.uint32)[i]), "numpy": _hex(got[i]), "torch": _hex(want[i])}
+                           for i in bad[:10]]

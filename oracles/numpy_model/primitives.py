@@ -69,13 +69,17 @@ def _f32(x, value_bits):
     return floats(i32(namespace(x), x, value_bits))
 
 
-def _public(kernel):
+def _public(kernel, numpy_kernel=None):
     """The public form of ``kernel``: float32 arguments checked by name; NumPy ones broadcast together and
-    run in cache-sized blocks with IEEE exceptions silenced; torch tensors passed through."""
+    run in cache-sized blocks with IEEE exceptions silenced (through ``numpy_kernel``, flat arrays in and
+    out, where given); torch tensors passed through."""
     names = kernel.__code__.co_varnames[:kernel.__code__.co_argcount]
 
     @functools.wraps(kernel)
     def run(*args):
+        if len(args) != len(names):
+            raise TypeError(f"{kernel.__name__.lstrip('_')} takes {len(names)} argument(s) ({', '.join(names)}), "
+                            f"got {len(args)}")
         args = [require_f32(name, a) for name, a in zip(names, args)]
         if len({namespace(a) for a in args}) != 1:
             raise ValueError(f"{', '.join(names)} must all be NumPy arrays or all torch tensors")
@@ -83,6 +87,8 @@ def _public(kernel):
             return kernel(*args)
         shaped = np.broadcast_arrays(*args)
         with np.errstate(all="ignore"):
+            if numpy_kernel is not None:
+                return numpy_kernel(*(np.ascontiguousarray(a).reshape(-1) for a in shaped)).reshape(shaped[0].shape)
             if shaped[0].size <= _BLOCK:
                 return np.asarray(kernel(*shaped), np.float32)
             flat = [np.ascontiguousarray(a).reshape(-1) for a in shaped]
@@ -170,10 +176,98 @@ def _sigmoid_f32(x):
     return _div_full_f32(one, _add_rn(_ex2_approx_f32(t), one))
 
 
+# The common path of sigmoid on NumPy: t = x * -log2(e) in [-126, 126) (every |x| below about 87.3). There
+# 0 - x is -x but at x = +0 (t = -0 then, whose MUFU.EX2 equals that of +0); ex2.approx.f32 is MUFU.EX2
+# with neither a halved input nor a flushed or infinite result; d = 1 + 2^t lies in [1, 2^126], so
+# div.full.f32 scales nothing and 1.0 * MUFU.RCP(d), a normal number, is MUFU.RCP(d) itself.
+_COMMON_T_LOW = -126.0
+_COMMON_T_HIGH = 126.0
+_NEG_LOG2E = -float(np.int32(LOG2E).view(np.float32))
+
+
+@functools.lru_cache(maxsize=None)
+def _sigmoid_tables():
+    """The interpolators' coefficients for the common path, result exponents folded into C0 (R's shift is
+    exact on multiples of 2^RESULT_SHIFT). EX2 reads the interpolator at the one's complement of a negative
+    t's fraction f as the two's complement fraction minus one: its row 0 holds R(0) for the index -1 of a
+    negative t with f = 0 (C1 = C2 = 0), row s + 1 segment s. RCP adds 252 - (d's exponent) to R's."""
+    (units, _), shift = interpolator.load(), interpolator.RESULT_SHIFT
+    ex2, rcp = units["ex2"], units["rcp"]
+    return {
+        "ex2": {"c0": np.concatenate([ex2["c0"][:1], ex2["c0"]]) + (interpolator.RESULT_BASE["ex2"] << shift),
+                "c1": np.concatenate([[0], ex2["c1"]]), "c2": np.concatenate([[0], ex2["c2"]]),
+                "square": ex2["square"].astype(np.int16), "x_bits": ex2["x_bits"]},
+        "rcp": {"c0": rcp["c0"] + ((interpolator.RESULT_BASE["rcp"] + (127 << 23)) << shift),
+                "c1": rcp["c1"], "c2": rcp["c2"], "square": rcp["square"].astype(np.int16),
+                "x_bits": rcp["x_bits"]},
+    }
+
+
+def _interpolate_into(unit, segment, x, work, out):
+    """``out`` (int32) = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT of ``unit``'s common-path tables, using the
+    int64 buffers ``work[0]``, ``work[1]`` and the int16 ``work[2]``; ``segment`` and ``x`` are int64 (the
+    gathers' index type, converted once)."""
+    acc, term, square = work
+    np.take(unit["c1"], segment, mode="clip", out=acc)
+    np.multiply(acc, x, out=acc)
+    np.take(unit["square"], x, mode="clip", out=square)
+    np.take(unit["c2"], segment, mode="clip", out=term)
+    np.multiply(term, square, out=term)
+    np.add(acc, term, out=acc)
+    np.take(unit["c0"], segment, mode="clip", out=term)
+    np.add(acc, term, out=acc)
+    np.right_shift(acc, interpolator.RESULT_SHIFT, out=acc)
+    np.copyto(out, acc, casting="unsafe")
+
+
+def _sigmoid_numpy(x):
+    """sigmoid_f32 of a flat NumPy array: the common path in blocks with reused buffers; the elements of a
+    block outside it through ``_sigmoid_f32``."""
+    tables, out, n = _sigmoid_tables(), np.empty_like(x), min(x.size, _BLOCK)
+    t = np.empty(n, np.float32)
+    s, frac, high, index = (np.empty(n, np.int32) for _ in range(4))
+    segment, x_part = np.empty(n, np.int64), np.empty(n, np.int64)
+    work = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int16)
+    ex2, rcp = tables["ex2"], tables["rcp"]
+    for i in range(0, x.size, _BLOCK):
+        xb, ob = x[i:i + _BLOCK], out[i:i + _BLOCK]
+        m = xb.size
+        tb, sb, fb, hb, ib, gb, xb64 = t[:m], s[:m], frac[:m], high[:m], index[:m], segment[:m], x_part[:m]
+        wb = tuple(w[:m] for w in work)
+        np.multiply(xb, np.float32(_NEG_LOG2E), out=tb)
+        rare = None
+        if not (tb.min() >= _COMMON_T_LOW and tb.max() < _COMMON_T_HIGH):  # False for a NaN too
+            rare = np.flatnonzero(~((tb >= _COMMON_T_LOW) & (tb < _COMMON_T_HIGH)))
+        # MUFU.EX2: s = t * 2^23 truncated; bits R(index) + (floor(s / 2^23) << 23) + base.
+        np.multiply(tb, np.float32(_TWO_TO_23), out=tb)
+        np.copyto(sb, tb, casting="unsafe")
+        np.bitwise_and(sb, _FRACTION, out=fb)
+        np.subtract(sb, fb, out=hb)
+        np.right_shift(sb, 31, out=ib)
+        np.add(fb, ib, out=ib)  # f for t >= 0; for t < 0, 2^23 - f' - 1 (f' the fraction of |t|), or -1
+        np.bitwise_and(ib, (1 << ex2["x_bits"]) - 1, out=xb64)
+        np.right_shift(ib, ex2["x_bits"], out=ib)
+        np.add(ib, 1, out=gb)
+        _interpolate_into(ex2, gb, xb64, wb, sb)
+        np.add(sb, hb, out=sb)
+        d = sb.view(np.float32)
+        np.add(d, np.float32(1.0), out=d)
+        # MUFU.RCP of d >= 1: bits R(fraction) + ((252 - exponent) << 23), 252 folded into C0.
+        np.bitwise_and(sb, _FRACTION, out=fb)
+        np.subtract(fb, sb, out=hb)
+        np.right_shift(fb, rcp["x_bits"], out=gb)
+        np.bitwise_and(fb, (1 << rcp["x_bits"]) - 1, out=xb64)
+        _interpolate_into(rcp, gb, xb64, wb, sb)
+        np.add(sb, hb, out=ob.view(np.int32))
+        if rare is not None and rare.size:
+            ob[rare] = _sigmoid_f32(xb[rare])
+    return out
+
+
 add_rn = _public(_add_rn)
 mul_rn = _public(_mul_rn)
 ex2_approx_ftz_f32 = _public(_ex2_approx_ftz_f32)
 ex2_approx_f32 = _public(_ex2_approx_f32)
 rcp_approx_ftz_f32 = _public(_rcp_approx_ftz_f32)
 div_full_f32 = _public(_div_full_f32)
-sigmoid_f32 = _public(_sigmoid_f32)
+sigmoid_f32 = _public(_sigmoid_f32, _sigmoid_numpy)

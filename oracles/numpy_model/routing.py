@@ -46,7 +46,8 @@ def _check_scale(scale):
 def route(logits, bias, scale, renormalize=True):
     """(ids int32 [b, 8], weights float32 [b, 8]) of the top 8 of sigmoid(logits) + bias.
 
-    logits: float32 [b, 256], b >= 1; bias: float32 [256]; no NaN in either. Each of 8 rounds picks the
+    logits: float32 [b, 256], any b >= 1 (the model has no row limit; the kernel's contract is 1 <= b <= 8);
+    bias: float32 [256]; no NaN in either; renormalize a bool. Each of 8 rounds picks the
     largest c = s + bias among the experts not yet picked, the lowest index among equal values (-0.0 equals
     +0.0, -inf is an ordinary value). Weights use the sigmoid score s of each pick: s_k * (scale / (total +
     1e-15)) with total summed in pick order from 0.0, or s_k * scale without renormalize. ``scale`` is
@@ -54,6 +55,8 @@ def route(logits, bias, scale, renormalize=True):
     """
     _check_float_array("logits", logits, "[b, 256]", 2)
     _check_float_array("bias", bias, "[256]", 1)
+    if not isinstance(renormalize, (bool, np.bool_)):
+        raise ValueError(f"renormalize must be a bool, got {renormalize!r}")
     return route_rows(logits, bias, _check_scale(scale), bool(renormalize))
 
 
@@ -151,6 +154,9 @@ def _check_ids(ids):
 
 def routing_metadata(ids, local_expert_offset, num_local_experts, tile_n, fill=-(2**31)):
     """int32 [metadata_size(tile_n)]: the metadata of local experts [offset, offset + num) for GEMM tile tile_n.
+
+    ids: int32 [b, 8] with 1 <= b <= 8 (the kernel's token limit, which the layout is sized for), each row
+    distinct experts in [0, 256); 0 <= offset, 0 <= num <= 256 - offset, 1 <= tile_n <= MAX_TILE; fill an int32.
 
     Semantics of FlashInfer's routingIndicesDynBlockKernel: per local expert e, count = its tokens, ctas =
     ceil(count / tile_n), first CTA = exclusive sum of ctas in expert order; CTA i of e gets batch index

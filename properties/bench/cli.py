@@ -2,7 +2,7 @@
 for b = 1..8 tokens, and the harness's own throughput. Results go to one JSON file with provenance.
 
     python -m properties.bench --out properties/results/bench-h200.json [--verify-record FILE ...]
-    python -m properties.bench --readme-table FILE [--update-readme]   # the README tables from a results file
+    python -m properties.bench --readme-table FILE [--update-readme]   # the tables of properties/results/README.md
     python -m properties.bench --time-verify --out FILE                # `make verify`'s wall time on this machine
 
 Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--iterations`` times back to back into one
@@ -32,7 +32,7 @@ from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_diffe
 from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
 from properties.bench.report import VARIANT_NAMES, VARIANTS
-from properties.bench.timing import Recorder, bench_problem, error_line, resources
+from properties.bench.timing import Recorder, bench_problem, eager_us, error_line, resources
 
 DEFAULT_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"
 # Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
@@ -74,6 +74,7 @@ def run(args):
                "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
+    results["eager"] = {name: {} for name in report.EAGER_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
     rec.attempt("prepare", routing.prepare, True)
@@ -89,6 +90,9 @@ def run(args):
         for name in VARIANT_NAMES:
             for mode in ("graph", "pdl_chain", "verify"):
                 results[mode][name][str(b)] = measured[mode][name]
+        for name in report.EAGER_VARIANTS:
+            results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.launcher(name),
+                                                         args.eager_calls)
         for target, stat in measured["producer"].items():
             results["pdl_chain"]["producer"][target][str(b)] = stat
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)
@@ -124,7 +128,7 @@ def readme(args):
     results = report.check_schema(json.loads(Path(args.readme_table).read_text()))
     body = report.readme_table(results)
     if args.update_readme:
-        path = REPO_ROOT / "README.md"
+        path = REPO_ROOT / "properties" / "results" / "README.md"
         path.write_text(report.replace_readme_block(path.read_text(), body))
     print(body, end="")
     return 0
@@ -136,11 +140,13 @@ def parse_args(argv):
     mode.add_argument("--readme-table", metavar="FILE", help="print the README tables of a results file")
     mode.add_argument("--time-verify", action="store_true", help="time `make verify`'s recipe; record to --out")
     mode.add_argument("--ncu-workload", metavar="LABELS", help=argparse.SUPPRESS)
-    parser.add_argument("--update-readme", action="store_true", help="with --readme-table: rewrite README.md's block")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="with --readme-table: rewrite the block of properties/results/README.md")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--bs", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=int, default=1000, help="launches per CUDA graph")
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays per graph")
+    parser.add_argument("--eager-calls", type=int, default=2000, help="eager route() calls timed per b and variant")
     parser.add_argument("--tile-n", type=int, default=8)
     parser.add_argument("--local-expert-offset", type=int, default=0)
     parser.add_argument("--num-local-experts", type=int, default=EXPERTS)

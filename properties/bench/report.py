@@ -29,6 +29,9 @@ TARGETS = (
     ("vs Triton then FlashInfer", ("triton+flashinfer", "triton+flashinfer_pdl"), 2.0),
 )
 MODES = ("graph", "pdl_chain")
+# Variants whose eager route() call is timed on the host (results["eager"], absent from older files).
+EAGER_VARIANTS = ("cute", "cute_meta")
+EAGER_LIMIT_US = 10.0
 CPU_VERIFY_LIMIT_S = 600.0
 SWEEP_LIMIT_S = 60.0
 
@@ -233,6 +236,22 @@ def _int(value):
     return "n/a" if value is None else f"{int(value):,}"
 
 
+def eager_table(results):
+    """Markdown lines: the host time of one eager route() call, or nothing for a file without it."""
+    eager = results.get("eager")
+    if not eager:
+        return []
+    bs = results["config"]["bs"]
+    cells = lambda e: "n/a" if not e else "error" if "error" in e else f"{e['mean_us']:.2f}"  # noqa: E731
+    rows = [[b, *(cells(eager.get(n, {}).get(str(b))) for n in EAGER_VARIANTS)] for b in bs]
+    meta = [eager.get("cute_meta", {}).get(str(b), {}) for b in bs]
+    met = all(_is_time(e.get("mean_us")) and e["mean_us"] <= EAGER_LIMIT_US for e in meta)
+    calls = next((e["calls"] for e in meta if "calls" in e), "?")
+    return [f"Eager route() on the host, µs per call (mean of {calls} calls back to back, one sync after them); "
+            f"with metadata at most {EAGER_LIMIT_US:g} µs: {_verdict(met)}.", ""] + \
+        _table(["b", *EAGER_VARIANTS], rows) + [""]
+
+
 def resource_table(results):
     """Markdown lines: registers, shared, local memory and stack of each kernel from its cubin."""
     head = ["kernel", "registers", "shared (B, static)", "local (B)", "stack (B)"]
@@ -276,7 +295,7 @@ def readme_table(results):
     """The README's benchmark section body (markdown) for one results file."""
     check_schema(results)
     lines = [f"Measured on {_provenance_line(results)}.", ""]
-    lines += timing_tables(results) + [""] + target_tables(results)
+    lines += timing_tables(results) + [""] + target_tables(results) + eager_table(results)
     lines += ncu_table(results) + [""] + resource_table(results) + [""] + harness_table(results)
     return "\n".join(lines) + "\n"
 

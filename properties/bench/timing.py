@@ -3,6 +3,7 @@ after one replay, then timed with CUDA events; the PDL chain behind a producer k
 resources. Every measurement goes through a Recorder, which keeps its result or its error."""
 
 import sys
+import time
 import traceback
 
 import torch
@@ -120,6 +121,17 @@ def bench_problem(problem, cfg, rec):
                             "pdl_chain")
         out["pdl_chain"][name] = _minus_producer(timed, out["producer"]["ids" if dst is problem.fi_ids else "logits"])
     return out
+
+
+def eager_us(run, calls):
+    """Host time of one eager call in µs: the mean of ``calls`` calls back to back, one sync after them."""
+    run()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(calls):
+        run()
+    torch.cuda.synchronize()
+    return {"mean_us": (time.perf_counter() - started) / calls * 1e6, "calls": calls}
 
 
 def _time_fn(fn, cfg):

@@ -12,6 +12,11 @@
 Floats are their bit patterns, 8 hex digits a word; integers are decimal; a word followed by ``*n`` stands
 for n copies (``ff800000*248``). Each output field lists its distinct values, each with the implementations
 that wrote it, so a disagreement shows as two entries.
+
+Reading is strict: the JSON Schema ``case.schema.json`` beside this module (checked with ``jsonschema``) fixes
+every field's type and word syntax; the reader then checks the word counts (b x 256 logits, 256 bias, b rows
+of 8 ids and weights, metadata_size(tile_n) metadata) and that no implementation is listed twice. Anything
+else raises CaseFileError, one line naming the file and the field.
 """
 
 import hashlib
@@ -19,8 +24,10 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 
 from kernel.layout import EXPERTS, TOP_K, metadata_size
@@ -34,6 +41,8 @@ REPO_ROOT = provenance.REPO_ROOT
 CORPORA = REPO_ROOT / "corpora"
 REGRESSION_DIR = CORPORA / "regression"
 FAILURES_ENV = "ROUTING_FAILURES_DIR"
+SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
+_SHORT = 40  # characters of a refused value quoted in an error
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "hypothesis")
 # The fields each implementation writes (metadata only when the case sets a tile); a recording must hold them.
 WRITES = {"model": ("ids", "weights", "metadata"), "triton": ("ids", "weights"),
@@ -48,14 +57,23 @@ def encode_words(words, fmt):
     return " ".join(fmt(words[s]) + (f"*{n}" if n > 1 else "") for s, n in zip(starts, counts))
 
 
-def decode_words(text, parse, dtype, size):
-    """The array ``encode_words`` wrote; ValueError unless it holds exactly ``size`` words."""
+class CaseFileError(ValueError):
+    """A file that is not a valid case file; the message is one line naming the field."""
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= _SHORT else text[:_SHORT] + "..."
+
+
+def decode_words(text, parse, dtype, size, field="words"):
+    """The array ``encode_words`` wrote; CaseFileError (naming ``field``) unless it holds exactly ``size`` words."""
     values = []
     for token in text.split():
         word, _, count = token.partition("*")
         values.extend([parse(word)] * (int(count) if count else 1))
     if len(values) != size:
-        raise ValueError(f"case file: expected {size} words, got {len(values)} in {text[:60]!r}...")
+        raise CaseFileError(f"{field}: expected {size} words, got {len(values)}")
     return np.array(values, dtype)
 
 
@@ -63,16 +81,16 @@ def encode_floats(x):
     return encode_words(f32_bits(x), lambda w: f"{int(w):08x}")
 
 
-def decode_floats(text, size):
-    return f32(decode_words(text, lambda w: int(w, 16), np.uint32, size))
+def decode_floats(text, size, field="words"):
+    return f32(decode_words(text, lambda w: int(w, 16), np.uint32, size, field))
 
 
 def encode_ints(x):
     return encode_words(np.asarray(x, np.int32), lambda w: str(int(w)))
 
 
-def decode_ints(text, size):
-    return decode_words(text, int, np.int32, size)
+def decode_ints(text, size, field="words"):
+    return decode_words(text, int, np.int32, size, field)
 
 
 def _inputs(case):
@@ -84,14 +102,18 @@ def _inputs(case):
 
 def _case(generator, inputs):
     if inputs["metadata_fill"] != METADATA_POISON:
-        raise ValueError(f"case file: metadata_fill {inputs['metadata_fill']} is not this harness's poison "
-                         f"{METADATA_POISON}")
-    return RoutingCase(
-        logits=np.stack([decode_floats(row, EXPERTS) for row in inputs["logits"]]),
-        bias=decode_floats(inputs["bias"], EXPERTS), scale=f32(int(inputs["scale"], 16))[()],
-        renormalize=inputs["renormalize"], tile_n=inputs["tile_n"],
-        local_expert_offset=inputs["local_expert_offset"], num_local_experts=inputs["num_local_experts"],
-        generator=generator)
+        raise CaseFileError(f"inputs.metadata_fill: {inputs['metadata_fill']} is not this harness's poison "
+                            f"{METADATA_POISON}")
+    logits = np.stack([decode_floats(row, EXPERTS, f"inputs.logits.{i}") for i, row in enumerate(inputs["logits"])])
+    bias = decode_floats(inputs["bias"], EXPERTS, "inputs.bias")
+    try:
+        return RoutingCase(
+            logits=logits, bias=bias,
+            scale=f32(int(inputs["scale"], 16))[()], renormalize=inputs["renormalize"], tile_n=inputs["tile_n"],
+            local_expert_offset=inputs["local_expert_offset"], num_local_experts=inputs["num_local_experts"],
+            generator=generator)
+    except ValueError as exc:  # RoutingCase's own contract: finite scale, no NaN, the local range
+        raise CaseFileError(f"inputs: {exc}") from exc
 
 
 def _encode_field(field, value):
@@ -102,12 +124,16 @@ def _encode_field(field, value):
     return encode_ints(value)
 
 
-def _decode_field(field, value, case):
+def _decode_field(field, value, case, where):
+    if field == "metadata":
+        if not case.has_metadata:
+            raise CaseFileError(f"{where}: metadata recorded for a case without tile_n")
+        return decode_ints(value, metadata_size(case.tile_n), where)
+    if len(value) != case.b:
+        raise CaseFileError(f"{where}: expected {case.b} rows (b), got {len(value)}")
     if field == "ids":
-        return np.array(value, np.int32).reshape(case.b, TOP_K)
-    if field == "weights":
-        return np.stack([decode_floats(row, TOP_K) for row in value])
-    return decode_ints(value, metadata_size(case.tile_n))
+        return np.array(value, np.int32)
+    return np.stack([decode_floats(row, TOP_K, f"{where}.{i}") for i, row in enumerate(value)])
 
 
 def _bits_key(field, value):
@@ -130,10 +156,13 @@ def _grouped(outputs):
 def _ungrouped(grouped, case):
     fields = {}
     for field in FIELDS:
-        for entry in grouped[field]:
-            value = _decode_field(field, entry["value"], case)
+        for i, entry in enumerate(grouped[field]):
+            where = f"outputs.{field}.{i}.value"
+            value = _decode_field(field, entry["value"], case, where)
             for name in entry["by"]:
-                fields.setdefault(name, {})[field] = value
+                if field in fields.setdefault(name, {}):
+                    raise CaseFileError(f"outputs.{field}.{i}.by: {name!r} is listed in two entries")
+                fields[name][field] = value
     return {name: Outputs(*(values.get(f) for f in FIELDS)) for name, values in fields.items()}
 
 
@@ -168,20 +197,51 @@ def write(path, record):
     return path
 
 
+@lru_cache(maxsize=None)
+def _validator():
+    """The schema's validator; JSON integers only (jsonschema would take 8.0 for an integer)."""
+    base = jsonschema.Draft202012Validator
+    strict = base.TYPE_CHECKER.redefine("integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
+    cls = jsonschema.validators.extend(base, type_checker=strict)
+    schema = json.loads(SCHEMA_PATH.read_text())
+    base.check_schema(schema)
+    return cls(schema)
+
+
+def _schema_error(data):
+    """One line for the first schema violation of ``data`` (the deepest, most relevant one), or None."""
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    if error is None:
+        return None
+    field = ".".join(map(str, error.absolute_path)) or "(top level)"
+    if error.validator == "required":
+        return f"{field}: missing {', '.join(k for k in error.validator_value if k not in error.instance)}"
+    if error.validator == "additionalProperties":
+        return f"{field}: {error.message}"
+    return f"{field}: {_short(error.instance)} fails {error.validator} {_short(error.validator_value)}"
+
+
 def from_json(data):
-    """The CaseFile ``to_json`` wrote; ValueError when ``data`` is not one."""
-    if data.get("format") != FORMAT:
-        raise ValueError(f"not a {FORMAT} case (format {data.get('format')!r})")
+    """The CaseFile ``to_json`` wrote; CaseFileError (one line naming the field) when ``data`` is not one."""
+    problem = _schema_error(data)
+    if problem:
+        raise CaseFileError(problem)
     case = _case(data["generator"], data["inputs"])
     return CaseFile(case, _ungrouped(data["outputs"], case), data["recorded"], data["origin"], data["disagreements"])
 
 
 def read(path):
-    """The CaseFile at ``path``; ValueError when it is not one."""
+    """The CaseFile at ``path``; CaseFileError (one line: the file, the field, what is wrong) when it is not
+    one, OSError when it cannot be opened."""
+    text = Path(path).read_bytes()
     try:
-        return from_json(json.loads(Path(path).read_text()))
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, absurd nesting
+        raise CaseFileError(f"{path}: not JSON: {str(exc).splitlines()[0]}") from exc
+    try:
+        return from_json(data)
+    except CaseFileError as exc:
+        raise CaseFileError(f"{path}: {exc}") from exc
 
 
 def missing_fields(record):

@@ -149,6 +149,15 @@ def unavailable():
     return {name: reason for name, impl in REGISTRY.items() if (reason := impl.unavailable()) is not None}
 
 
+def failed_on_gpu():
+    """On a CUDA machine: name -> why, for each real implementation whose import or probe failed (the gate
+    lists them as not run, so a differential check never silently compares the model with itself). Empty
+    on a machine without CUDA, where none of them is expected to run."""
+    if cuda_reason() is not None:
+        return {}
+    return {name: why for name, why in unavailable().items() if name in REAL}
+
+
 def run_all(case, names=None):
     """name -> Outputs of each implementation in ``names`` (default: every available one) on ``case``."""
     return {name: REGISTRY[name].run(case) for name in (available() if names is None else names)}

@@ -70,33 +70,34 @@ CATALOG = (
     _mutant("sigmoid_folded", "sigmoid's (0 - x) * log2e folded to x * -log2e as Triton 3.9 emits (same outputs)",
             (STATIC,), (R, "t = mul_f32(sub_f32(ZERO, x), LOG2E)", "t = mul_f32(x, Imm(0xBFB8AA3B))")),
     _mutant("sum_from_first_pick", "total starts at s_0 instead of 0.0 + s_0 (same outputs: s_0 is never -0.0)",
-            (STATIC,), (R, "total = add_f32(ZERO, picks[0][1])", "total = picks[0][1]")),
+            (STATIC,), (R, "total = add_f32(ZERO, picked[0])", "total = picked[0]")),
     _mutant("sum_reversed", "total summed from the 8th pick down to the 1st", (DIFFERENTIAL,),
-            (R, "total = add_f32(ZERO, picks[0][1])\n    for _, s in picks[1:]:",
-             "total = add_f32(ZERO, picks[-1][1])\n    for _, s in picks[-2::-1]:")),
+            (R, "total = add_f32(ZERO, picked[0])\n    for s in picked[1:]:",
+             "total = add_f32(ZERO, picked[-1])\n    for s in picked[-2::-1]:")),
     _mutant("eps_1e-20", "renormalization eps float32(1e-20) in place of float32(1e-15)", BOTH,
             (R, "RENORM_EPS = Imm(0x26901D7D)  # float32(1e-15)", "RENORM_EPS = Imm(0x1E3CE508)  # float32(1e-20)")),
     _mutant("unscaled_weights", "renormalize=False weights are s, not s * scale", BOTH,
             (R, "return mul_f32(score, scale)", "return score")),
     _mutant("bias_in_weights", "the weights take c = s + bias instead of s (ptxas then fuses div.full's FMUL and "
             "the bias add: an FFMA)", BOTH,
-            (R, "picks = _top_k(_sorted_words(corrected), scores, lane)",
-             "picks = _top_k(_sorted_words(corrected), corrected, lane)")),
+            (R, "_store_scores(region + first * WORD_BYTES, scores)",
+             "_store_scores(region + first * WORD_BYTES, corrected)")),
     # ---- selection
     _mutant("ties_highest_lane", "among equal keys the highest lane wins (not the lowest)", (DIFFERENTIAL,),
-            (R, "winner = Int32(cute.arch.clz(cute.arch.brev(holders)))",
-             "winner = Int32(WARP - 1) - Int32(cute.arch.clz(holders))")),
+            (R, "winner = Int32(cute.arch.bfind(holders & (Uint32(0) - holders)))",
+             "winner = Int32(cute.arch.bfind(holders))"),
+            (R, "below = cute.arch.lanemask_lt()\n    for k in range(TOP_K):",
+             "below = cute.arch.lanemask_gt()\n    for k in range(TOP_K):")),
     _mutant("ties_highest_slot", "among a lane's equal keys the highest expert wins", (DIFFERENTIAL,),
-            (R, "| Uint64(SLOT_MASK - j) for j, c in enumerate(corrected)]",
-             "| Uint64(j) for j, c in enumerate(corrected)]"),
-            (R, "lane * EXPERTS_PER_LANE + (SLOT_MASK - code), winner)", "lane * EXPERTS_PER_LANE + code, winner)"),
-            (R, "shuffle_sync(_by_slot(scores, code), winner)",
-             "shuffle_sync(_by_slot(scores, SLOT_MASK - code), winner)")),
+            (R, "Uint64(address + (SLOT_MASK - j) * WORD_BYTES)", "Uint64(address + j * WORD_BYTES)"),
+            (R, "reversed_scores = scores[::-1]", "reversed_scores = scores"),
+            (R, "expert = ((address - region) >> WORD_SHIFT) ^ SLOT_MASK",
+             "expert = (address - region) >> WORD_SHIFT")),
     _mutant("negative_keys_unmirrored", "negative c keyed by its bits unmirrored: -2 ranks above -1, -inf above all "
             "(LLVM emits the sign flip as neg.f32)", BOTH,
             (R, "flip = (Uint32(0) - (bits >> 31)) | Uint32(SIGN_BIT)", "flip = Uint32(SIGN_BIT)")),
     _mutant("every_holder_pops", "every lane holding the best key pops its head, not only the winner", (DIFFERENTIAL,),
-            (R, "won = lane == winner", "won = key == best")),
+            (R, "won = (key == best) & ((holders & below) == 0)", "won = key == best")),
     _mutant("sort_missing_comparator", "the lane's sorting network without its last comparator (5, 6)",
             (DIFFERENTIAL,), (R, "for i, j in SORT8:", "for i, j in SORT8[:-1]:")),
     # ---- metadata
@@ -104,27 +105,32 @@ CATALOG = (
             (R, "cutlass.min((cta + 1) * tile_n, first_row + count)",
              "cutlass.min((cta + 1) * tile_n, first_row + count + 1)")),
     _mutant("padding_unwritten", "the padding rows of each expert's last CTA left unwritten (not -1)", (DIFFERENTIAL,),
-            (R, "        self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
-                "                           META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)\n", "")),
+            (R, "            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
+                "                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)\n", "")),
     _mutant("foreign_route_zero", "a route to another rank's expert mapped to row 0 instead of -1", (DIFFERENTIAL,),
-            (R, "row = Int32(PADDING)", "row = Int32(0)")),
+            (R, "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)",
+             "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(0)")),
     _mutant("local_range_inclusive", "the expert just past the local range counted as local in the route rows",
-            (DIFFERENTIAL,), (R, "if local >= 0 and local < num_local:\n            earlier_tokens",
-                              "if local >= 0 and local <= num_local:\n            earlier_tokens")),
-    _mutant("route_rows_off_by_one", "one route row past the last token's written (from unset shared memory)",
-            (DIFFERENTIAL,), (R, "if tid < rows * TOP_K:", "if tid <= rows * TOP_K:")),
+            (DIFFERENTIAL,), (R, "if local >= 0 and local < num_local:\n                        cute.arch.atomic_or",
+                              "if local >= 0 and local <= num_local:\n                        cute.arch.atomic_or")),
+    _mutant("route_rows_off_by_one", "one route row past the last token's written (-1 past the routes)",
+            (DIFFERENTIAL,), (R, "if lane < TOP_K:", "if lane <= TOP_K:")),
     # ---- programmatic dependent launch
     _mutant("logits_before_wait", "without metadata the row is routed (logits loaded) before griddepcontrol.wait",
             (STATIC,),
             (R, "cute.arch.griddepcontrol_wait()\n"
-                "                _route_row(mLogits, mIds, mWeights, bias, warp, lane, scale, self.renormalize)\n",
-             "_route_row(mLogits, mIds, mWeights, bias, warp, lane, scale, self.renormalize)\n"
+                "                _route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, "
+                "self.renormalize)\n",
+             "_route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, self.renormalize)\n"
              "                cute.arch.griddepcontrol_wait()\n")),
     _mutant("bias_after_wait", "with metadata the bias is loaded after griddepcontrol.wait", (STATIC,),
             (R, "            bias = _load_lane(bias_address)\n"
+                "            # Every route word is zero before any is set: a barrier, before the wait.\n"
+                "            cute.arch.sync_threads()\n"
                 "            # Every thread writes global memory, so every thread waits for the preceding grid.\n"
                 "            cute.arch.griddepcontrol_wait()\n",
-             "            cute.arch.griddepcontrol_wait()\n            bias = _load_lane(bias_address)\n")),
+             "            cute.arch.sync_threads()\n            cute.arch.griddepcontrol_wait()\n"
+             "            bias = _load_lane(bias_address)\n")),
     _mutant("branch_after_wait", "without metadata, warps past the last row leave after the wait (a branch)",
             (STATIC,), (R, "            if warp < rows:\n                bias = _load_lane(bias_address)\n"
                            "                cute.arch.griddepcontrol_wait()\n",
@@ -133,12 +139,13 @@ CATALOG = (
 )
 
 EQUIVALENT = (
-    _mutant("neg_zero_below_pos_zero", "-0.0 keyed below +0.0 (the -0.0 canonicalisation dropped)", (),
-            (R, "    bits = _select(bits == Uint32(SIGN_BIT), Uint32(0), bits)\n", ""),
+    _mutant("neg_zero_as_pos_zero", "-0.0 keyed as +0.0 (the canonicalisation the kernel leaves out)", (),
+            (R, "    bits = c.bitcast(Uint32)\n",
+             "    bits = c.bitcast(Uint32)\n    bits = _select(bits == Uint32(SIGN_BIT), Uint32(0), bits)\n"),
             reason="c = s + bias is never -0.0: s >= +0.0 and a round-to-nearest add gives -0.0 only for "
                    "(-0.0) + (-0.0)"),
     _mutant("popped_slot_neg_inf", "a popped slot keyed as -inf instead of 0", (),
-            (R, "[_select(won, Uint64(0), words[-1])]", "[_select(won, Uint64(0x007FFFFF << SLOT_BITS), words[-1])]"),
+            (R, "[_select(won, Uint64(0), words[-1])]", "[_select(won, Uint64(0x007FFFFF << KEY_SHIFT), words[-1])]"),
             reason="a lane pops at most 7 times (TOP_K - 1) and holds 8 words, so a popped slot never reaches the "
                    "head: the value is dead, and the compiler drops it (the PTX is the real kernel's)", same_ptx=True),
 )

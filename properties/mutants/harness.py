@@ -5,9 +5,7 @@ A harness mutant is a list of exact source edits (old text -> new text, each old
 like the kernel's catalog: properties/mutants/catalog.py) to files of the repository, or a change of recorded
 corpus data (a function of the copied tree, which must change what it says it changes). It names its
 intended killers: pytest node ids, run on a copy of the tree with the mutant applied
-(properties/mutants/harness_run.py). Edits of oracles/numpy_model/primitives.py and properties/tools/gate.py
-target code that other branches are rewriting: re-target them when those land (their edits stop applying,
-and the catalog check says so).
+(properties/mutants/harness_run.py).
 """
 
 import json
@@ -33,7 +31,8 @@ CORPUS_T = "tests/test_corpus_cpu.py::"
 CASEFILE_T = "tests/test_casefile_roundtrip_cpu.py::"
 INV_T = "tests/test_invariants_cpu.py::test_a_hand_made_break_is_reported"
 SAMPLE_T = "tests/test_model_hardware_sample.py::test_model_matches_recorded_hardware"
-GATE_T = "tests/test_gate_summary_cpu.py::"
+COMMON_T = "tests/test_model_hardware_sample.py::test_the_numpy_common_path_gives_the_torch_bits_at_its_edges"
+GATE_T = "tests/test_gate_cpu.py::"
 
 
 @dataclass(frozen=True)
@@ -179,6 +178,10 @@ CATALOG = (
        ("LOG2E = 0x3FB8AA3B", "LOG2E = 0x3FB8AA3C")),
     _m("prim_div_unscaled", PRIMITIVES, "div.full without its range scaling above 2^126",
        SAMPLE_T + "[div_full_f32-exponent_pairs]", ("_RANGE_HIGH = 2.0**126", "_RANGE_HIGH = 2.0**128")),
+    _m("prim_common_log2e", PRIMITIVES, "the NumPy common path's -log2(e) one ulp high", SAMPLE_T + "[sigmoid_f32-binades]",
+       ("_NEG_LOG2E = -float(np.int32(LOG2E).view(np.float32))", "_NEG_LOG2E = -float(np.int32(LOG2E + 1).view(np.float32))")),
+    _m("prim_common_range_high", PRIMITIVES, "the NumPy common path taken up to t = 128, where div.full scales",
+       COMMON_T, ("_COMMON_T_HIGH = 126.0", "_COMMON_T_HIGH = 128.0")),
     # ---- case files
     _m("casefile_word_count_unchecked", CASEFILE, "a short word list read without complaint",
        CASEFILE_T + "test_a_bad_file_is_refused_naming_what_is_wrong[short bias]",
@@ -207,10 +210,10 @@ CATALOG = (
        ("disagreements({**live, **recorded}, reference=REFERENCE)", "disagreements(live, reference=REFERENCE)")),
     _m("replay_exit_zero", REPLAY, "replay exits 0 when something differs",
        CORPUS_T + "test_replay_command_fails_on_a_changed_recorded_bit",
-       ("status = max(status, 1 if found else 0)", "status = max(status, 0)")),
+       ("status = max(status, DIFFER if found else AGREE)", "status = max(status, AGREE)")),
     _m("replay_reads_incomplete_files", REPLAY, "replay reads a file that lost a recorded field",
        CORPUS_T + "test_a_recording_that_lost_a_field_is_refused[metadata-cute]",
-       ("            if missing:\n", "            if False:\n")),
+       ("    missing = casefile.missing_fields(record)\n", "    missing = []\n")),
     # ---- recorded corpus data
     _d("data_cute_metadata_dropped", "cute removed from the recorded metadata of every metadata case file",
        CORPUS_T + "test_every_recording_holds_every_field_its_implementation_writes", _drop_cute_metadata, 341),
@@ -291,13 +294,19 @@ CATALOG = (
     _m("fpenv_ftz_disabled", FPENV, "the FTZ branch of the guard disabled",
        "tests/test_fpenv.py::test_check_refuses_each_flush_mode_alone[ftz_only]",
        ("if half.view(np.uint32)[0] != 0x00400000:", "if False:")),
-    # ---- the gate's summary (re-target after the gate's rework)
-    _m("gate_ignores_failed_tests", GATE, "the verdict reads pytest's exit status only",
-       GATE_T + "test_a_failed_test_fails_the_gate_whatever_pytest_returned",
-       ('verdict = "FAIL" if rc or failed else "PASS"', 'verdict = "FAIL" if rc else "PASS"')),
-    _m("gate_require_gpu_ignored", GATE, "--require-gpu does not fail on GPU checks not run",
-       GATE_T + "test_a_gpu_check_not_run_fails_only_under_require_gpu",
-       ("if args.require_gpu and not_run:", "if False:")),
+    # ---- the gate's verdict
+    _m("gate_ignores_failed_tests", GATE, "the verdict ignores failed tests when pytest exits 0",
+       GATE_T + "test_a_failed_test_or_an_unnamed_skip_fails_the_verdict_whatever_pytest_returned",
+       ("if failed:\n", "if False:\n")),
+    _m("gate_unnamed_skips_accepted", GATE, "a skip without a named reason passes the gate",
+       GATE_T + "test_a_failed_test_or_an_unnamed_skip_fails_the_verdict_whatever_pytest_returned",
+       ('if summary["unnamed_skips"]:', "if False:")),
+    _m("gate_any_skip_named", GATE, "every skip reason counted as a named (accepted) one",
+       GATE_T + "test_only_gpu_and_build_skips_are_named",
+       ('reason.startswith(name + ": ")', "True")),
+    _m("gate_require_gpu_ignored", GATE, "VERIFY_REQUIRE_GPU=1 does not fail on GPU checks not run",
+       GATE_T + "test_verdict_fails_on_an_unnamed_skip_and_on_gpu_gaps_only_when_required",
+       ('if summary["gpu_checks_not_run"]:', "if False:")),
 )
 
 # The issue's four survivors of its first attempt (commit 5a4eedc): CI runs them live.

@@ -38,8 +38,10 @@ class _Launches:
     def __init__(self, plan, device, impl):
         p, b = plan.problems, plan.b
         self.plan, self.launch = plan, impl.launch
-        self.logits = torch.empty((p, b, EXPERTS), dtype=torch.float32, device=device)
-        self.bias = torch.empty((p, EXPERTS), dtype=torch.float32, device=device)
+        # zeros, not empty: the warm-up launches below run before the first batch is copied in, and the
+        # implementations refuse NaN inputs that uninitialised memory may hold
+        self.logits = torch.zeros((p, b, EXPERTS), dtype=torch.float32, device=device)
+        self.bias = torch.zeros((p, EXPERTS), dtype=torch.float32, device=device)
         self.ref_ids = torch.empty((p, b, TOP_K), dtype=torch.int32, device=device) if impl.reads_ids else None
         self.ids = torch.empty((p, b, TOP_K), dtype=torch.int32, device=device)
         self.weights = torch.empty((p, b, TOP_K), dtype=torch.float32, device=device)

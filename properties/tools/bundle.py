@@ -1,13 +1,14 @@
 """Offline bundle for GPU runners without package access: the wheels their image lacks and the prebuilt
 FlashInfer oracle library, in parts small enough for one transfer each, with an installer.
 
-    python -m properties.tools.bundle build [--out build/gpu-bundle] [--part-mb 40]
-    python3 install.py install STAGE SITE [--repo DIR]   (on the runner, every part copied into STAGE)
+    python -m properties.tools.bundle build [--out build/gpu-bundle] [--part-mb 40]     (make gpu-bundle)
+    PYTHON install.py install STAGE [SITE] [--repo DIR]   (on the runner, every part copied into STAGE)
 
 ``build`` writes ``OUT/part1 .. partN`` (each at most --part-mb MiB; wheels larger than that are split in
 numbered pieces) and puts MANIFEST.json and install.py (this file, standard library only) into the last
 part. ``install.py`` joins the pieces, checks every sha256, installs the wheels with pip --no-index
---no-deps --target SITE, and copies the oracle library into REPO/build/flashinfer_oracle/.
+--no-deps into PYTHON's environment (``make gpu-install``: the project venv, so the DSL's .pth file is
+honoured) or with --target SITE when given, and copies the oracle library into REPO/build/flashinfer_oracle/.
 """
 
 import argparse
@@ -24,9 +25,11 @@ REPO = Path(__file__).resolve().parent.parent.parent
 PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64")
-# What the GPU image lacks (it has torch, triton 3.6.0, numpy, pytest, hypothesis, pytest-xdist).
+# What the GPU image lacks (it has torch, triton 3.6.0, numpy, pytest, hypothesis, pytest-xdist, tqdm, attrs,
+# typing-extensions, setuptools): the DSL, its calling convention, and jsonschema with its dependencies.
 WHEELS = ("nvidia-cutlass-dsl==4.8.1", "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-core==4.8.1",
-          "nvidia-cutlass-dsl-libs-cu13==4.8.1", "apache-tvm-ffi==0.1.15.post2")
+          "nvidia-cutlass-dsl-libs-cu13==4.8.1", "apache-tvm-ffi==0.1.15.post2", "jsonschema==4.26.0",
+          "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1")
 ORACLE_FILES = ("build/flashinfer_oracle/libfi_dyn_block.so", "build/flashinfer_oracle/libfi_dyn_block.stamp")
 MANIFEST = "MANIFEST.json"
 PIECE = ".piece."
@@ -94,7 +97,8 @@ def build(out, part_mb):
 
 
 def install(stage, site, repo):
-    """Join, check and install everything in ``stage`` (every part copied into it) with no network."""
+    """Join, check and install everything in ``stage`` (every part copied into it) with no network: the wheels
+    into this interpreter's environment, or into folder ``site`` when it is not None."""
     manifest = json.loads((stage / MANIFEST).read_text())
     for wheel, entry in manifest["wheels"].items():
         target = stage / wheel
@@ -109,10 +113,12 @@ def install(stage, site, repo):
         destination = repo / entry["destination"]
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(stage / name, destination)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(site)]
+    target = ["--target", str(site)] if site is not None else []
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", *target]
                    + [str(stage / w) for w in manifest["wheels"]], check=True)
-    print(f"installed {len(manifest['wheels'])} wheels into {site} and {len(manifest['files'])} oracle files "
-          f"into {repo}; use: export PYTHONPATH={site}:{site}/nvidia_cutlass_dsl/dsl_packages")
+    where = f"{site} (use: export PYTHONPATH={site}:{site}/nvidia_cutlass_dsl/dsl_packages)" if site else sys.prefix
+    print(f"installed {len(manifest['wheels'])} wheels into {where} and {len(manifest['files'])} oracle files "
+          f"into {repo}")
 
 
 def main(argv=None):
@@ -123,13 +129,17 @@ def main(argv=None):
     b.add_argument("--part-mb", type=int, default=40)
     i = sub.add_parser("install", help="join, check and install a staged bundle with no network")
     i.add_argument("stage", type=Path)
-    i.add_argument("site", type=Path)
+    i.add_argument("site", type=Path, nargs="?", default=None,
+                   help="install with pip --target here (default: into this interpreter's environment)")
     i.add_argument("--repo", type=Path, default=Path.cwd())
     args = parser.parse_args(argv)
     if args.command == "build":
         for part in build(args.out, args.part_mb):
             size = sum(p.stat().st_size for p in part.iterdir())
             print(f"{part}: {size / 2**20:.1f} MiB, {len(list(part.iterdir()))} files")
+    elif not (args.stage / MANIFEST).is_file():
+        print(f"install: {args.stage / MANIFEST} missing: copy every part's files into {args.stage}", file=sys.stderr)
+        return 2
     else:
         install(args.stage, args.site, args.repo)
     return 0

@@ -1,0 +1,196 @@
+"""route's host contract: the argument checks, and the cache of call signatures that passed them.
+
+``check_arguments`` raises ValueError naming the first argument outside route's contract, before anything is
+written. A call whose signature (each tensor's address, shape, strides, dtype and device; every scalar with
+its type) equals one that passed is valid too, since the checks read nothing else: ``CheckedCalls`` keeps
+those signatures so a repeated call skips the checks.
+"""
+
+import functools
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
+
+VECTOR_WORDS = 4  # the logits row stride's granule: 16-byte rows
+TENSOR_ALIGN = 16
+CACHE_LIMIT = 4096  # signatures kept; the cache starts afresh when full
+CTA_NIBBLE = 4
+
+
+def scale_f32(scale):
+    """``scale`` as the exact float32 value the model uses, so the FFI's conversion cannot round it."""
+    return float(np.float32(scale))
+
+
+def _fail(name, message):
+    raise ValueError(f"route: {name} {message}")
+
+
+def _check_tensor(name, t, dtype, shape):
+    if not isinstance(t, torch.Tensor):
+        _fail(name, f"must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype != dtype:
+        _fail(name, f"must have dtype {dtype}, got {t.dtype}")
+    if tuple(t.shape) != shape:
+        _fail(name, f"must have shape {list(shape)}, got {list(t.shape)}")
+
+
+def _check_aligned(name, t, align):
+    if t.data_ptr() % align:
+        _fail(name, f"must be {align}-byte aligned, got address {t.data_ptr():#x}")
+
+
+def _check_contiguous(name, t, align):
+    if not t.is_contiguous():
+        _fail(name, f"must be contiguous, got strides {t.stride()}")
+    _check_aligned(name, t, align)
+
+
+def _span(t):
+    """The byte range [start, end) a strided tensor touches."""
+    start = t.data_ptr()
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return start, start + (last + 1) * t.element_size()
+
+
+def _check_no_overlap(outputs, inputs):
+    """No output may overlap another output or an input on the same device (each span computed once)."""
+    spans = {name: (t.device, *_span(t)) for name, t in {**outputs, **inputs}.items()}
+    names = list(outputs)
+    for i, name in enumerate(names):
+        device, a0, a1 = spans[name]
+        for other in names[i + 1:] + list(inputs):
+            other_device, b0, b1 = spans[other]
+            if device == other_device and a0 < b1 and b0 < a1:
+                _fail(name, f"must not alias {other}")
+
+
+def _check_int(name, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        _fail(name, f"must be an int in [{low}, {high}], got {value!r}")
+
+
+def _check_scale(scale):
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        _fail("scale", f"must be a real number, got {scale!r}")
+    try:
+        with np.errstate(over="ignore"):
+            finite = bool(np.isfinite(np.float32(scale)))
+    except OverflowError:  # an int beyond any float
+        finite = False
+    if not finite:
+        _fail("scale", f"must be finite in float32, got {scale!r}")
+
+
+def _check_devices(tensors):
+    """Every tensor on the logits' CUDA device (the first of ``tensors``)."""
+    device = tensors["logits"].device
+    if device.type != "cuda":
+        _fail("logits", f"must be on a CUDA device, got {device}")
+    for name, t in tensors.items():
+        if t.device != device:
+            _fail(name, f"must be on the logits' device {device}, got {t.device}")
+
+
+def _check_metadata(metadata, local_expert_offset, num_local_experts, tile_n):
+    if metadata is None:
+        for name, value in (("local_expert_offset", local_expert_offset),
+                            ("num_local_experts", num_local_experts), ("tile_n", tile_n)):
+            if isinstance(value, bool) or value != 0:
+                _fail(name, f"is only meaningful with metadata; must be 0 without it, got {value!r}")
+        return
+    _check_int("tile_n", tile_n, 1, MAX_TILE)
+    _check_int("local_expert_offset", local_expert_offset, 0, EXPERTS)
+    _check_int("num_local_experts", num_local_experts, 0, EXPERTS - local_expert_offset)
+    if not isinstance(metadata, torch.Tensor) or metadata.dim() != 1:
+        _fail("metadata", "must be a 1-D torch.Tensor")
+    _check_tensor("metadata", metadata, torch.int32, tuple(metadata.shape))
+    _check_contiguous("metadata", metadata, TENSOR_ALIGN)
+    if metadata.numel() < metadata_size(tile_n):
+        _fail("metadata", f"must hold at least metadata_size({tile_n}) = {metadata_size(tile_n)} elements, "
+                          f"got {metadata.numel()}")
+
+
+def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
+                     num_local_experts, tile_n):
+    """Raise ValueError naming the first argument outside route's contract (devices are checked last)."""
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+        _fail("logits", f"must be a 2-D torch.Tensor [b, {EXPERTS}]")
+    b = logits.shape[0]
+    if not 1 <= b <= MAX_TOKENS:
+        _fail("logits", f"must have 1 to {MAX_TOKENS} rows, got {b}")
+    _check_tensor("logits", logits, torch.float32, (b, EXPERTS))
+    if logits.stride(1) != 1 or logits.stride(0) % VECTOR_WORDS:
+        _fail("logits", f"must have unit column stride and a row stride that is a multiple of {VECTOR_WORDS} "
+                        f"(16-byte rows), got strides {logits.stride()}")
+    _check_aligned("logits", logits, TENSOR_ALIGN)
+    _check_tensor("bias", bias, torch.float32, (EXPERTS,))
+    _check_contiguous("bias", bias, TENSOR_ALIGN)
+    _check_tensor("ids", ids, torch.int32, (b, TOP_K))
+    _check_contiguous("ids", ids, ids.element_size())
+    _check_tensor("weights", weights, torch.float32, (b, TOP_K))
+    _check_contiguous("weights", weights, weights.element_size())
+    _check_scale(scale)
+    if not isinstance(renormalize, bool):
+        _fail("renormalize", f"must be a bool, got {renormalize!r}")
+    _check_metadata(metadata, local_expert_offset, num_local_experts, tile_n)
+    outputs = {"ids": ids, "weights": weights} if metadata is None else \
+        {"metadata": metadata, "ids": ids, "weights": weights}
+    inputs = {"logits": logits, "bias": bias}
+    _check_no_overlap(outputs, inputs)
+    _check_devices({**inputs, **outputs})
+
+
+def signature(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset, num_local_experts,
+              tile_n):
+    """What ``check_arguments`` reads of a call, as one flat hashable tuple; None when an argument is no tensor
+    where one is due (such a call always goes through the checks)."""
+    tensors = (logits, bias, ids, weights) if metadata is None else (logits, bias, ids, weights, metadata)
+    key = [type(scale), scale, type(renormalize), renormalize, type(local_expert_offset), local_expert_offset,
+           type(num_local_experts), num_local_experts, type(tile_n), tile_n]
+    try:
+        key.append(math.copysign(1.0, scale))  # -0.0 == 0.0: the sign tells the scales apart
+        for t in tensors:
+            key += (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
+    except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError):  # no tensor, no real scale
+        return None
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        return None
+    return tuple(key)
+
+
+class CheckedCalls:
+    """Signatures of calls that passed ``check_arguments`` (and launched), each with its launch data."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def get(self, key):
+        if key is None:
+            return None
+        try:
+            return self._entries.get(key)
+        except TypeError:  # an unhashable scalar
+            return None
+
+    def add(self, key, value):
+        if key is None:
+            return
+        if len(self._entries) >= CACHE_LIMIT:
+            self._entries.clear()
+        try:
+            self._entries[key] = value
+        except TypeError:
+            pass
+
+
+@functools.lru_cache(maxsize=MAX_TILE)
+def cta_table(tile_n):
+    """ceil(c / tile_n) in nibble c - 1 for c = 1..TOP_K tokens of one expert, as an int32 (the kernel's
+    CTA count per expert without a division)."""
+    table = sum(-(-c // tile_n) << (CTA_NIBBLE * (c - 1)) for c in range(1, TOP_K + 1))
+    return table - (1 << 32) if table >= 1 << 31 else table

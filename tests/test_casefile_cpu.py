@@ -1,0 +1,211 @@
+"""Case files are read strictly: a corrupt file is refused with one line naming the file and the field and
+exit 2 from replay, never read as another case (a corrupt file must not look like a reproduced bug)."""
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from properties.engine import casefile
+from properties.replay import AGREE, DIFFER, UNREADABLE
+
+CORPORA = casefile.CORPORA
+# Shapes that differ: b = 1 without metadata, b > 1 with metadata, a saved disagreement with two entries.
+BASES = ("regression/all_equal-000.json", "examples/broken-ties-to-highest-index.json")
+REPLAY_TIMEOUT_S = 120
+
+
+def _base(name):
+    return json.loads((CORPORA / name).read_text())
+
+
+def _with_metadata():
+    """The first regression case with metadata and b > 1 (the corpus holds several)."""
+    for path in sorted((CORPORA / "regression").glob("*.json")):
+        data = json.loads(path.read_text())
+        if data["inputs"]["tile_n"] is not None and len(data["inputs"]["logits"]) > 1:
+            return data
+    raise AssertionError("the regression corpus holds no case with metadata and b > 1")
+
+
+BASE_DATA = [_base(name) for name in BASES] + [_with_metadata()]
+
+
+def _cli(path):
+    return subprocess.run([sys.executable, "-m", "properties.replay", str(path)], capture_output=True, text=True,
+                          cwd=casefile.REPO_ROOT, timeout=REPLAY_TIMEOUT_S)
+
+
+def _set(path, value):
+    def edit(data):
+        *parents, last = path
+        target = data
+        for key in parents:
+            target = target[key]
+        target[last] = value
+        return data
+    return edit
+
+
+# The corrupt inputs of issue 12, each with the field its one-line error must name.
+ISSUE_CASES = {
+    "bias word cut to 4 digits": (_set(["inputs", "bias"], "0000*256"), "inputs.bias"),
+    "scale cut to 4 digits": (_set(["inputs", "scale"], "3f80"), "inputs.scale"),
+    "logit word of 9 digits": (_set(["inputs", "logits", 0], "000000000*256"), "inputs.logits.0"),
+    "top-level list": (lambda data: [data], "(top level)"),
+    "logits a number": (_set(["inputs", "logits"], 3.5), "inputs.logits"),
+    "numeric scale": (_set(["inputs", "scale"], 1.0), "inputs.scale"),
+    "255 bias words": (_set(["inputs", "bias"], "00000000*255"), "inputs.bias"),
+    "ids of 2 rows for b = 1": (_set(["outputs", "ids", 0, "value"], [list(range(8))] * 2), "outputs.ids.0.value"),
+}
+
+
+@pytest.mark.parametrize("name", ISSUE_CASES)
+def test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2(name, tmp_path):
+    edit, field = ISSUE_CASES[name]
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(edit(copy.deepcopy(BASE_DATA[0]))))
+    result = _cli(path)
+    assert result.returncode == UNREADABLE, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"replay: cannot read {path}: {field}: "), result.stderr
+    assert "AGREES" not in result.stdout and "Traceback" not in result.stderr
+    assert result.stdout.splitlines()[-1] == "replay: UNREADABLE (exit 2)"
+
+
+def test_replay_exit_codes_are_distinct(tmp_path):
+    assert _cli(CORPORA / BASES[0]).returncode == AGREE
+    assert _cli(CORPORA / BASES[1]).returncode == DIFFER
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text((CORPORA / BASES[0]).read_text()[:100])
+    result = _cli(truncated)
+    assert result.returncode == UNREADABLE and "not JSON" in result.stderr
+    assert _cli(tmp_path / "missing.json").returncode == UNREADABLE
+
+
+# --- mutation test: every mutant reads as exactly the case it encodes, or is refused ---------------------------
+
+def _paths(data, prefix=()):
+    """Every (path, value) of a JSON document, depth first."""
+    yield prefix, data
+    children = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in children:
+        yield from _paths(value, prefix + (key,))
+
+
+def _word_strings(data):
+    return [path for path, value in _paths(data) if isinstance(value, str) and len(path) > 1
+            and path[0] in ("inputs", "outputs") and path[-1] not in ("by",) and "by" not in path]
+
+
+def _get(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _edit_word(text, draw):
+    """One word of ``text`` truncated, lengthened, given a non-hex digit, or its run count changed."""
+    tokens = text.split(" ")
+    i = draw(st.integers(0, len(tokens) - 1))
+    word, star, count = tokens[i].partition("*")
+    how = draw(st.sampled_from(["truncate", "extra", "non-hex", "count", "drop", "duplicate"]))
+    if how == "truncate":
+        word = word[:draw(st.integers(0, max(len(word) - 1, 0)))]
+    elif how == "extra":
+        word += draw(st.sampled_from("0f9a"))
+    elif how == "non-hex":
+        j = draw(st.integers(0, max(len(word) - 1, 0)))
+        word = word[:j] + draw(st.sampled_from("gxG -.")) + word[j + 1:]
+    elif how == "count":
+        star, count = "*", str(draw(st.integers(0, 300)))
+    elif how == "drop":
+        return " ".join(tokens[:i] + tokens[i + 1:])
+    else:
+        return " ".join(tokens[:i + 1] + tokens[i:])
+    tokens[i] = word + star + count
+    return " ".join(tokens)
+
+
+_OTHER_TYPES = st.sampled_from([None, True, 0, -1, 3.5, 8.0, "3f800000", "", [], [0], {}, {"by": []}])
+
+
+@st.composite
+def mutants(draw):
+    """(base, mutated JSON value): one corruption of a valid case file's data."""
+    data = copy.deepcopy(draw(st.sampled_from(BASE_DATA)))
+    kind = draw(st.sampled_from(["word", "drop", "retype", "top-level"]))
+    if kind == "top-level":
+        return draw(st.sampled_from([[data], [], 3, "case", None, True]))
+    if kind == "word":
+        path = draw(st.sampled_from(_word_strings(data)))
+        _set(list(path), _edit_word(_get(data, path), draw))(data)
+        return data
+    paths = [path for path, _ in _paths(data) if path and not (path[0] in ("recorded", "origin") and len(path) > 2)]
+    path = draw(st.sampled_from(paths))
+    parent = _get(data, path[:-1])
+    if kind == "drop":
+        if isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent.pop(path[-1])
+    else:
+        parent[path[-1]] = draw(_OTHER_TYPES)
+    return data
+
+
+def _expand(text):
+    tokens = []
+    for token in text.split():
+        word, _, count = token.partition("*")
+        tokens.extend([word] * int(count or 1))
+    return tokens
+
+
+def _canonical(data):
+    """Inputs with every word run expanded, outputs as implementation -> field -> expanded value."""
+    inputs = {k: ([_expand(r) for r in v] if k == "logits" else _expand(v) if k in ("bias",) else v)
+              for k, v in data["inputs"].items()}
+    outputs = {}
+    for field, entries in data["outputs"].items():
+        for entry in entries:
+            value = entry["value"]
+            value = _expand(value) if isinstance(value, str) else [
+                _expand(r) if isinstance(r, str) else r for r in value]
+            for name in entry["by"]:
+                outputs.setdefault(name, {})[field] = value
+    return {**data, "inputs": inputs, "outputs": outputs}
+
+
+@settings(max_examples=1000, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(mutants())
+def test_a_mutated_case_file_reads_as_exactly_what_it_encodes_or_is_refused(mutated):
+    try:
+        record = casefile.from_json(mutated)
+    except casefile.CaseFileError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert _canonical(casefile.to_json(record)) == _canonical(mutated)
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@given(st.sampled_from(BASE_DATA), st.data())
+def test_a_truncated_file_is_refused(tmp_path_factory, data, draw):
+    text = json.dumps(data, indent=1)
+    cut = draw.draw(st.integers(0, len(text) - 2))
+    path = tmp_path_factory.mktemp("cut") / "case.json"
+    path.write_text(text[:cut])
+    with pytest.raises(casefile.CaseFileError, match=f"^{path}: not JSON: "):
+        casefile.read(path)
+
+
+def test_every_committed_case_file_reads():
+    paths = sorted(CORPORA.rglob("*.json"))
+    assert len(paths) >= 510
+    for path in paths:
+        casefile.read(path)
