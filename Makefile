@@ -11,6 +11,12 @@ TORCH_CPU := torch==2.13.0
 FLASHINFER := flashinfer-python==0.7.2.post1
 HYPOTHESIS_PROFILE ?=
 PYTEST_ARGS ?=
+# A venv on $(PYTHON)'s packages. --system-site-packages alone shows the base interpreter's packages, not those
+# of a venv that $(PYTHON) itself runs in (as on the GPU image): a .pth file in the new venv names $(PYTHON)'s.
+VENV_ON_SYSTEM = { $(PYTHON) -m venv --system-site-packages $(VENV) \
+  || $(PYTHON) -m venv --system-site-packages --without-pip $(VENV); } \
+  && $(PYTHON) -c "import site; print(*site.getsitepackages(), sep=chr(10))" \
+  > "$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/system-python.pth"
 
 .PHONY: setup verify test clean bench-model prove-primitives measure-mufu wheel-check
 
@@ -20,7 +26,7 @@ $(STAMP): pyproject.toml
 	@if [ ! -x $(PY) ]; then \
 	  if $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	    echo "setup: $(PYTHON) has a CUDA torch: the venv uses its packages"; \
-	    $(PYTHON) -m venv --system-site-packages $(VENV) || $(PYTHON) -m venv --system-site-packages --without-pip $(VENV); \
+	    $(VENV_ON_SYSTEM); \
 	  else $(PYTHON) -m venv $(VENV); fi; fi
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_CPU)
 	$(PY) -c "import setuptools" 2>/dev/null || $(PY) -m pip install -q "setuptools>=68"
@@ -84,8 +90,7 @@ gpu-bundle: $(STAMP) flashinfer-oracle
 gpu-install:
 	@test -n "$(BUNDLE)" || { echo "usage: make gpu-install BUNDLE=<folder holding every part's files>"; exit 2; }
 	@test -f "$(BUNDLE)/install.py" || { echo "gpu-install: $(BUNDLE)/install.py missing: copy every part into $(BUNDLE)"; exit 2; }
-	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV) \
-	  || $(PYTHON) -m venv --system-site-packages --without-pip $(VENV)
+	test -x $(PY) || { $(VENV_ON_SYSTEM); }
 	$(PY) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-install: the venv has no CUDA torch')"
 	$(PY) $(BUNDLE)/install.py install $(BUNDLE) --repo $(CURDIR)
 	# The checkout on the venv's path (what `pip install -e .` does, without needing setuptools' build here).
