@@ -18,10 +18,16 @@ GATE_TIMEOUT_S = 300
 GPU_FILE = "tests/test_bench_gpu.py"
 
 
+# The outer run's gate settings (make verify on a GPU runner sets VERIFY_REQUIRE_GPU=1) must not reach the
+# gate under test: only each test's own arguments and env decide it.
+GATE_SETTINGS = ("VERIFY_REQUIRE_GPU", "HYPOTHESIS_PROFILE", "PYTEST_ARGS")
+
+
 def _gate(args, reports, env=None):
+    inherited = {k: v for k, v in os.environ.items() if k not in GATE_SETTINGS}
     return subprocess.run([sys.executable, "-m", "properties.tools.gate", "--reports", str(reports), *args],
                           capture_output=True, text=True, cwd=gate.ROOT, timeout=GATE_TIMEOUT_S,
-                          env={**os.environ, **(env or {})})
+                          env={**inherited, **(env or {})})
 
 
 @pytest.mark.parametrize("args, message", [
