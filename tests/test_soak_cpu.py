@@ -263,3 +263,18 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
     done = json.loads(summary.read_text())
     assert done["next_offset"] == 3 and len(done["chunks"]) == 3 and done["tally"]["rows"] == 48
     assert main(args) == 0 and "done, 48 rows of 48" in capsys.readouterr().out
+
+
+H200_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index.json"
+
+
+def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu():
+    """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200 (its summary:
+    properties/results/soak-h200-planted-fault.json): replayed here, the recorded fault differs from the live
+    model (exit 1) and the recorded model output agrees with it."""
+    replay = subprocess.run([sys.executable, "-m", "properties.replay", H200_FAULT_CASE], capture_output=True,
+                            text=True, timeout=120)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
+    assert "model (recorded)" not in replay.stdout
+    assert replay.stdout.splitlines()[-1] == "replay: DIFFER (exit 1)"
