@@ -4,7 +4,11 @@ import json
 import os
 import time
 
-import pytest
+from properties.tools.gpu_groups import pin_worker
+
+pin_worker(os.environ)  # before anything touches CUDA: a gate worker sees only its group's GPU
+
+import pytest  # noqa: E402
 from hypothesis import settings
 
 from oracles.fpenv import assert_subnormals_kept

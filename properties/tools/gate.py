@@ -26,7 +26,7 @@ from oracles import provenance
 from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
-from properties.tools import profiles
+from properties.tools import gpu_groups, profiles
 
 PROGRESS_S = 20  # a progress line at least this often
 REPORTS = ("verify.json", "junit.xml")
@@ -113,14 +113,22 @@ def build_flashinfer(require_gpu):
     return {"ran": True, "failed": False, "why": "", "seconds": time.monotonic() - started}
 
 
-def run_tests(scratch, profile, workers, pytest_args):
-    """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None)."""
+def run_tests(scratch, profile, workers, pytest_args, gpus=0):
+    """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None). With
+    ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py)."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
            f"--gate-progress={scratch / 'progress'}", "-n", str(workers), *pytest_args]
-    rc = subprocess.call(cmd, cwd=ROOT)
+    rc = subprocess.call(cmd, cwd=ROOT, env={**os.environ, gpu_groups.GPUS_ENV: str(gpus)})
     report = scratch / "tests.json"
     return rc, (json.loads(report.read_text()) if report.is_file() else None)
+
+
+def gpu_count():
+    """CUDA devices this process sees."""
+    import torch
+
+    return torch.cuda.device_count()
 
 
 def oracles_not_run():
@@ -186,7 +194,8 @@ def main(argv=None):
         (reports / name).unlink(missing_ok=True)
     started = time.monotonic()
     gpu_reason = cuda_reason()
-    workers = "auto" if gpu_reason else 4
+    gpus = 0 if gpu_reason else gpu_count()
+    workers = "auto" if gpu_reason else gpu_groups.workers(gpus)
     print(f"gate: tier {'cpu' if gpu_reason else 'cpu+gpu'} ({gpu_reason or 'GPU present'}), profile "
           f"{args.profile}, require GPU {args.require_gpu}", flush=True)
     with tempfile.TemporaryDirectory(dir=reports, prefix=".gate-") as tmp:
@@ -199,7 +208,7 @@ def main(argv=None):
             ticker.part = "oracle probes"
             oracles = oracles_not_run()
             ticker.part = "tests"
-            rc, summary = run_tests(scratch, args.profile, workers, pytest_args)
+            rc, summary = run_tests(scratch, args.profile, workers, pytest_args, gpus)
         seconds = time.monotonic() - started
         reasons = verdict(rc, summary, flashinfer, oracles, args.require_gpu)
         record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons,
