@@ -278,3 +278,12 @@ def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu():
     assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
     assert "model (recorded)" not in replay.stdout
     assert replay.stdout.splitlines()[-1] == "replay: DIFFER (exit 1)"
+
+
+def test_the_bench_summary_carries_its_provenance(tmp_path):
+    out = tmp_path / "bench.json"
+    rc = main(["--bench", "--device", "cpu", "--impl", "--fault", "ties_to_highest_index", "--b", "1",
+               "--problems", "16", "--bench-batches", "1", "--no-progress", "--summary", str(out)])
+    summary = json.loads(out.read_text())
+    assert rc == 0 and summary["bench"]
+    assert {"commit", "date", "packages", "devices"} <= set(summary["provenance"])

@@ -22,7 +22,7 @@ from properties.soak.bulk import FAMILIES
 from properties.soak.engine import Config, implementations, run
 from properties.soak.impls import FAULTS
 from properties.soak.plan import METADATA_CHOICES, Space
-from properties.soak.report import read_summary, write_summary
+from properties.soak.report import describe_device, provenance, read_summary, write_summary
 
 GPU_NAMES = ("cute", "triton", "flashinfer")
 RENORMALIZE = {"both": (False, True), "true": (True,), "false": (False,)}
@@ -111,7 +111,7 @@ def main(argv=None):
             results = bench(implementations(config, ctx.device), args.b, ctx.device, args.problems,
                             args.bench_batches)
             if args.summary:
-                write_summary(args.summary, {"bench": results})
+                write_summary(args.summary, {"bench": results, "provenance": provenance([describe_device(ctx.device)])})
             return 0
         try:
             config = _config(args, ctx)
