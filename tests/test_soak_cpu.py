@@ -287,3 +287,27 @@ def test_the_bench_summary_carries_its_provenance(tmp_path):
     summary = json.loads(out.read_text())
     assert rc == 0 and summary["bench"]
     assert {"commit", "date", "packages", "devices"} <= set(summary["provenance"])
+
+
+def test_flashinfers_batched_outputs_land_where_the_oracle_puts_one_call():
+    """The soak's FlashInfer outputs (its own buffers, one row per call) laid into the metadata layout equal,
+    row by row, the oracle entry's to_meta of the same buffers."""
+    from types import SimpleNamespace
+
+    from oracles.flashinfer_routing import DynBlockMetadata, to_meta
+    from properties.engine.poison import METADATA_POISON
+    from properties.soak.gpu import FlashInfer
+
+    tile, problems = 3, 2
+    rng = np.random.default_rng(7)
+    sizes = {"expanded": 64, "cta_batch": 64, "cta_limit": 64, "permuted": 64 * tile, "scalars": 4}
+    scratch = {k: torch.from_numpy(rng.integers(-1, 500, (problems, n), dtype=np.int32)) for k, n in sizes.items()}
+    state = SimpleNamespace(metadata=torch.full((problems, metadata_stride(tile)), METADATA_POISON, dtype=torch.int32),
+                            scratch=scratch, plan=SimpleNamespace(tile_n=tile))
+    got = object.__new__(FlashInfer).outputs(state).metadata.numpy()
+    for p in range(problems):
+        one = {k: v[p].numpy() for k, v in scratch.items()}
+        want = to_meta(DynBlockMetadata(one["cta_batch"], one["cta_limit"], one["permuted"], one["expanded"],
+                                        int(one["scalars"][0]), int(one["scalars"][1]), tile, METADATA_POISON))
+        assert np.array_equal(got[p, :want.size], want)
+        assert (got[p, want.size:] == METADATA_POISON).all()

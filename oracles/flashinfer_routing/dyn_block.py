@@ -127,18 +127,26 @@ def dyn_block_metadata(ids, local_expert_offset, num_local_experts, tile_n, pois
                             tile, poison)
 
 
+def place_in_meta(meta, padded_tokens, num_ctas, expanded_to_permuted, cta_batch, cta_limit, permuted_to_token,
+                  tile_n):
+    """Write FlashInfer's outputs into ``meta`` (last axis: the kernel's META layout of ``tile_n``) in place.
+    NumPy arrays or torch tensors, batched along leading axes alike (one FlashInfer call per leading index)."""
+    meta[..., META_PADDED_TOKENS] = padded_tokens
+    meta[..., META_NUM_CTAS] = num_ctas
+    meta[..., META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + ROUTES] = expanded_to_permuted
+    meta[..., META_CTA_BATCH:META_CTA_BATCH + MAX_CTAS] = cta_batch
+    meta[..., META_CTA_LIMIT:META_CTA_LIMIT + MAX_CTAS] = cta_limit
+    meta[..., META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * tile_n] = permuted_to_token
+    return meta
+
+
 def to_meta(metadata: DynBlockMetadata) -> np.ndarray:
     """int32 [metadata_size(tile_n)]: FlashInfer's outputs in the kernel's META layout.
 
     Elements FlashInfer has no buffer for (the alignment gap and the guard) hold ``metadata.poison``, as do
     the elements it did not write, so the vector compares whole with a model or kernel filled likewise.
     """
-    tile = metadata.tile_n
-    meta = np.full(metadata_size(tile), metadata.poison, np.int32)
-    meta[META_PADDED_TOKENS] = metadata.padded_tokens
-    meta[META_NUM_CTAS] = metadata.num_ctas
-    meta[META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + ROUTES] = metadata.expanded_to_permuted
-    meta[META_CTA_BATCH:META_CTA_BATCH + MAX_CTAS] = metadata.cta_batch
-    meta[META_CTA_LIMIT:META_CTA_LIMIT + MAX_CTAS] = metadata.cta_limit
-    meta[META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * tile] = metadata.permuted_to_token
-    return meta
+    m = metadata
+    meta = np.full(metadata_size(m.tile_n), m.poison, np.int32)
+    return place_in_meta(meta, m.padded_tokens, m.num_ctas, m.expanded_to_permuted, m.cta_batch, m.cta_limit,
+                         m.permuted_to_token, m.tile_n)

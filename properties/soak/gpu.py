@@ -10,16 +10,11 @@ the plan; outputs start poisoned each batch. Small batches (minimisation) launch
 import numpy as np
 import torch
 
+from oracles.flashinfer_routing.dyn_block import place_in_meta
 from properties.soak.adapter import (
     EXPERTS,
     IDS_POISON,
     MAX_CTAS,
-    META_CTA_BATCH,
-    META_CTA_LIMIT,
-    META_EXPANDED_TO_PERMUTED,
-    META_NUM_CTAS,
-    META_PADDED_TOKENS,
-    META_PERMUTED_TO_TOKEN,
     METADATA_POISON,
     ROUTES,
     TOP_K,
@@ -186,13 +181,9 @@ class FlashInfer(_Graphed):
         self._enqueue.enqueue(buffers, int(plan.offset[p]), int(plan.count[p]))
 
     def outputs(self, state):
-        meta, out, tile = state.metadata, state.scratch, state.plan.tile_n
-        meta[:, META_PADDED_TOKENS] = out["scalars"][:, 0]
-        meta[:, META_NUM_CTAS] = out["scalars"][:, 1]
-        meta[:, META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + ROUTES] = out["expanded"]
-        meta[:, META_CTA_BATCH:META_CTA_BATCH + MAX_CTAS] = out["cta_batch"]
-        meta[:, META_CTA_LIMIT:META_CTA_LIMIT + MAX_CTAS] = out["cta_limit"]
-        meta[:, META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * tile] = out["permuted"]
+        out = state.scratch
+        meta = place_in_meta(state.metadata, out["scalars"][:, 0], out["scalars"][:, 1], out["expanded"],
+                             out["cta_batch"], out["cta_limit"], out["permuted"], state.plan.tile_n)
         return BatchOutputs(None, None, meta)
 
 
