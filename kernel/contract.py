@@ -147,20 +147,23 @@ def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, lo
 
 def signature(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset, num_local_experts,
               tile_n):
-    """What ``check_arguments`` reads of a call, as one flat hashable tuple; None when an argument is no tensor
-    where one is due (such a call always goes through the checks)."""
-    tensors = (logits, bias, ids, weights) if metadata is None else (logits, bias, ids, weights, metadata)
-    key = [type(scale), scale, type(renormalize), renormalize, type(local_expert_offset), local_expert_offset,
-           type(num_local_experts), num_local_experts, type(tile_n), tile_n]
+    """What ``check_arguments`` reads of a call, as one flat hashable tuple; None when an argument lacks what
+    a tensor or a real scale has. Each tensor's type is part of it, so no other object matches a tensor that
+    passed, and -0.0's sign tells it apart from 0.0. One expression: this runs on every call."""
     try:
-        key.append(math.copysign(1.0, scale))  # -0.0 == 0.0: the sign tells the scales apart
-        for t in tensors:
-            key += (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
+        key = (type(scale), scale, math.copysign(1.0, scale), type(renormalize), renormalize,
+               type(local_expert_offset), local_expert_offset, type(num_local_experts), num_local_experts,
+               type(tile_n), tile_n,
+               type(logits), logits.data_ptr(), logits.shape, logits.stride(), logits.dtype, logits.device,
+               type(bias), bias.data_ptr(), bias.shape, bias.stride(), bias.dtype, bias.device,
+               type(ids), ids.data_ptr(), ids.shape, ids.stride(), ids.dtype, ids.device,
+               type(weights), weights.data_ptr(), weights.shape, weights.stride(), weights.dtype, weights.device)
+        if metadata is None:
+            return key
+        return key + (type(metadata), metadata.data_ptr(), metadata.shape, metadata.stride(), metadata.dtype,
+                      metadata.device)
     except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError):  # no tensor, no real scale
         return None
-    if not all(isinstance(t, torch.Tensor) for t in tensors):
-        return None
-    return tuple(key)
 
 
 class CheckedCalls:
@@ -170,9 +173,7 @@ class CheckedCalls:
         self._entries = {}
 
     def get(self, key):
-        if key is None:
-            return None
-        try:
+        try:  # None, never added, finds nothing
             return self._entries.get(key)
         except TypeError:  # an unhashable scalar
             return None

@@ -207,6 +207,9 @@ class FakeProblem:
     def launcher(self, name):
         return lambda: None
 
+    def eager_call(self, name):
+        return lambda: None
+
     def producer_target(self, name):
         return (self.fi_ids_src, self.fi_ids) if name.startswith("flashinfer") else (self.logits_src, self.logits)
 
@@ -233,6 +236,8 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
                                                                          "local_bytes": 0, "stack_bytes": 0}})
     monkeypatch.setattr(cli, "gpu_differential_rate", lambda seconds: {"b=8": {"cases_per_s": 10.0}})
     monkeypatch.setattr(cli, "eager_us", lambda run, calls: {"mean_us": 9.0, "calls": calls})
+    parts = {"signature_us": 2.5, "lookup_us": 0.5, "current_device_us": 0.25, "compiled_call_us": 5.0}
+    monkeypatch.setattr(cli, "eager_parts", lambda problem, calls: {**parts, "calls": calls})
     record = tmp_path / "verify.json"
     record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
     out = tmp_path / "bench.json"
@@ -247,5 +252,6 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}
     assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": 2000}
     assert "with metadata at most 10 µs: met" in bench_report.readme_table(results)
+    assert "| 8 | 2.50 | 0.50 | 0.25 | 5.00 |" in bench_report.readme_table(results)
     assert results["targets"]["cpu_verify_under_10_min"]["met"] is True
     assert bench_report.readme_table(results) in capsys.readouterr().out

@@ -179,6 +179,14 @@ def test_disjoint_views_of_one_buffer_are_accepted():
     rejects("logits", valid(ids=ids, weights=weights), "CUDA device")
 
 
+class TensorLookalike:
+    """Answers every question the signature asks as ``tensor`` does, and is no tensor."""
+
+    def __init__(self, tensor):
+        self.data_ptr, self.stride = tensor.data_ptr, tensor.stride
+        self.shape, self.dtype, self.device = tensor.shape, tensor.dtype, tensor.device
+
+
 def test_a_signature_tells_apart_everything_the_checks_read():
     """The cache of checked calls (kernel/contract.py) keys on every argument property the checks read: a call
     that differs in any of them gets another signature, and must pass the checks again."""
@@ -198,6 +206,7 @@ def test_a_signature_tells_apart_everything_the_checks_read():
         "dtype": (dict(ids=torch.zeros(B, routing.TOP_K, dtype=torch.int32)),
                   dict(ids=torch.zeros(B, routing.TOP_K, dtype=torch.float32))),
         "metadata or not": (plain(), valid()),
+        "a tensor or an object answering like it": (dict(ids=base["ids"]), dict(ids=TensorLookalike(base["ids"]))),
     }
     for what, (one, other) in variants.items():
         assert contract.signature(**{**base, **one}) != contract.signature(**{**base, **other}), what

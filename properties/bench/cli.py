@@ -32,7 +32,7 @@ from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_diffe
 from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
 from properties.bench.report import VARIANT_NAMES, VARIANTS
-from properties.bench.timing import Recorder, bench_problem, eager_us, error_line, resources
+from properties.bench.timing import Recorder, bench_problem, eager_parts, eager_us, error_line, resources
 
 DEFAULT_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"
 # Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
@@ -75,6 +75,7 @@ def run(args):
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
     results["eager"] = {name: {} for name in report.EAGER_VARIANTS}
+    results["eager_parts"] = {}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
     rec.attempt("prepare", routing.prepare, True)
@@ -91,8 +92,9 @@ def run(args):
             for mode in ("graph", "pdl_chain", "verify"):
                 results[mode][name][str(b)] = measured[mode][name]
         for name in report.EAGER_VARIANTS:
-            results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.launcher(name),
+            results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.eager_call(name),
                                                          args.eager_calls)
+        results["eager_parts"][str(b)] = rec.attempt(f"eager parts b={b}", eager_parts, problem, args.eager_calls)
         for target, stat in measured["producer"].items():
             results["pdl_chain"]["producer"][target][str(b)] = stat
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)

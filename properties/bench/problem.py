@@ -6,10 +6,12 @@ entry on the model's ids, PyTorch eager by its picked sets.
 """
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import torch
 
+from kernel import routing
 from kernel.layout import EXPERTS, TOP_K
 from oracles.flashinfer_routing import to_meta
 from oracles.flashinfer_routing.enqueue import device_buffers, enqueue, read_back
@@ -117,6 +119,11 @@ class Problem:
             "triton+flashinfer_pdl": lambda: (self.run_triton(), self._enqueue(self.fi_after_triton, True)),
             "torch": self.run_torch,
         }[name]
+
+    def eager_call(self, name):
+        """``route`` bound to variant ``name``'s arguments (``cute`` or ``cute_meta``): an eager call as a user
+        makes it, without the harness's argument assembly."""
+        return partial(routing.route, *device.route_args(getattr(self, name)))
 
     def producer_target(self, name):
         """(source, destination) words a producer copies before variant ``name``: its input."""

@@ -249,7 +249,22 @@ def eager_table(results):
     calls = next((e["calls"] for e in meta if "calls" in e), "?")
     return [f"Eager route() on the host, µs per call (mean of {calls} calls back to back, one sync after them); "
             f"with metadata at most {EAGER_LIMIT_US:g} µs: {_verdict(met)}.", ""] + \
-        _table(["b", *EAGER_VARIANTS], rows) + [""]
+        _table(["b", *EAGER_VARIANTS], rows) + [""] + eager_parts_table(results)
+
+
+EAGER_PARTS = (("signature_us", "signature"), ("lookup_us", "lookup"), ("current_device_us", "current_device()"),
+               ("compiled_call_us", "compiled call alone"))
+
+
+def eager_parts_table(results):
+    """Markdown lines: the parts of one eager route() call with metadata, or nothing for a file without them."""
+    parts = results.get("eager_parts")
+    if not parts:
+        return []
+    cells = lambda e, k: "error" if "error" in e else f"{e[k]:.2f}"  # noqa: E731
+    rows = [[b, *(cells(parts[b], k) for k, _ in EAGER_PARTS)] for b in sorted(parts, key=int)]
+    return ["Its parts with metadata, µs (each the mean of as many calls, timed alone):", ""] + \
+        _table(["b", *(label for _, label in EAGER_PARTS)], rows) + [""]
 
 
 def resource_table(results):

@@ -10,12 +10,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kernel import routing
+from kernel import contract, routing
 from oracles.flashinfer_routing import build
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
 from properties.bench.problem import SCALE
 from properties.bench.report import VARIANT_NAMES, summarize
+from properties.engine import device
 
 WARMUP_REPLAYS = 3
 
@@ -132,6 +133,35 @@ def eager_us(run, calls):
         run()
     torch.cuda.synchronize()
     return {"mean_us": (time.perf_counter() - started) / calls * 1e6, "calls": calls}
+
+
+def _mean_us(fn, calls):
+    started = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - started) / calls * 1e6
+
+
+def eager_parts(problem, calls):
+    """Where one eager ``route()`` call with metadata spends its host time, µs each (mean of ``calls``): the
+    call signature, its lookup in the cache of checked calls, ``torch.cuda.current_device()``, and the
+    compiled TVM-FFI function called alone with route's arguments (its launches synchronised after)."""
+    args = device.route_args(problem.cute_meta)
+    logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n = args
+    key = contract.signature(*args)
+    checked = contract.CheckedCalls()
+    checked.add(key, "entry")
+    fn = routing.compiled_routing(True, renormalize)
+    ffi_args = (logits, bias, ids, weights, contract.scale_f32(scale), metadata, offset, count, tile_n,
+                contract.cta_table(tile_n))
+    signature = _mean_us(lambda: contract.signature(*args), calls)
+    lookup = _mean_us(lambda: checked.get(contract.signature(*args)), calls) - signature
+    current = _mean_us(torch.cuda.current_device, calls)
+    torch.cuda.synchronize()
+    compiled = _mean_us(lambda: fn(*ffi_args), calls)
+    torch.cuda.synchronize()
+    return {"signature_us": signature, "lookup_us": lookup, "current_device_us": current,
+            "compiled_call_us": compiled, "calls": calls}
 
 
 def _time_fn(fn, cfg):

@@ -31,13 +31,19 @@ def synchronize():
     torch.cuda.synchronize()
 
 
-def launch(buffers):
-    """Enqueue ``kernel.routing.route`` on the buffers (the metadata vector passed whole, slack included)."""
+def route_args(buffers):
+    """``kernel.routing.route``'s positional arguments for the buffers (the metadata vector whole, slack
+    included)."""
     case = buffers.case
     args = (buffers.logits, buffers.bias, buffers.ids, buffers.weights, float(case.scale), case.renormalize)
     if case.has_metadata:
         args += (buffers.metadata_all, case.local_expert_offset, case.num_local_experts, case.tile_n)
-    routing.route(*args)
+    return args
+
+
+def launch(buffers):
+    """Enqueue ``kernel.routing.route`` on the buffers."""
+    routing.route(*route_args(buffers))
 
 
 @dataclass
