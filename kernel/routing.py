@@ -263,9 +263,12 @@ class _Routing:
             cute.arch.sync_threads()
             # Every thread writes global memory, so every thread waits for the preceding grid.
             cute.arch.griddepcontrol_wait()
+            # The picks' score addresses live across the barrier: the weights' chain of adds follows it,
+            # overlapping the metadata's first loads instead of delaying every warp.
+            addresses = [sScores.iterator.toint()] * TOP_K
+            address = sScores.iterator.toint()
             if warp < rows:
                 expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
-                # The route's metadata first: the weights' chain of adds need not delay the barrier.
                 if lane < TOP_K:
                     # -1 unless the route's expert is local (its thread rewrites it after the barrier).
                     mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
@@ -275,9 +278,13 @@ class _Routing:
                                             scope="cta")
                         cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
                                             scope="cta")
-                _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
             cute.arch.sync_threads()
+            # Every warp computes a weight (past the last row from row 0's first score, and stores nothing),
+            # so no branch keeps its chain of adds from overlapping the metadata's loads.
+            weight = _weight(addresses, ld_shared_f32(address), scale, self.renormalize)
             self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
+            if warp < rows:
+                mWeights[warp, lane % TOP_K] = weight
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
@@ -448,16 +455,24 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     key = contract.signature(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                              num_local_experts, tile_n)
     call = _checked.get(key)
-    if call is None:
-        contract.check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
-                                 num_local_experts, tile_n)
-        with_metadata = metadata is not None
-        if (with_metadata, renormalize, logits.device.index) not in _launched_on:
-            _refuse_during_capture()
-        tail = (metadata, int(local_expert_offset), int(num_local_experts), int(tile_n),
-                contract.cta_table(int(tile_n))) if with_metadata else ()
-        call = (compiled_routing(with_metadata, renormalize), contract.scale_f32(scale), tail,
-                logits.device.index)
+    if call is not None:
+        _launch(call, logits, bias, ids, weights)
+        return
+    contract.check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
+                             num_local_experts, tile_n)
+    with_metadata = metadata is not None
+    if (with_metadata, renormalize, logits.device.index) not in _launched_on:
+        _refuse_during_capture()
+    tail = (metadata, int(local_expert_offset), int(num_local_experts), int(tile_n),
+            contract.cta_table(int(tile_n))) if with_metadata else ()
+    call = (compiled_routing(with_metadata, renormalize), contract.scale_f32(scale), tail, logits.device.index)
+    _launch(call, logits, bias, ids, weights)
+    _launched_on.add((with_metadata, renormalize, logits.device.index))
+    _checked.add(key, call)
+
+
+def _launch(call, logits, bias, ids, weights):
+    """Launch a checked call (compiled variant, float32 scale, metadata arguments, device index)."""
     fn, scale32, tail, device = call
     # The launch goes to the current device's context; the stream is that of the logits' device.
     if device == torch.cuda.current_device():
@@ -465,5 +480,3 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     else:
         with torch.cuda.device(device):
             fn(logits, bias, ids, weights, scale32, *tail)
-    _launched_on.add((tail != (), renormalize, device))
-    _checked.add(key, call)
