@@ -263,8 +263,8 @@ class _Routing:
             cute.arch.sync_threads()
             # Every thread writes global memory, so every thread waits for the preceding grid.
             cute.arch.griddepcontrol_wait()
-            # The picks' score addresses live across the barrier: the weights' chain of adds follows it,
-            # overlapping the metadata's first loads instead of delaying every warp.
+            # The picks' score addresses live across the barrier: the routing warps compute their weights
+            # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
             addresses = [sScores.iterator.toint()] * TOP_K
             address = sScores.iterator.toint()
             if warp < rows:
@@ -279,12 +279,9 @@ class _Routing:
                         cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
                                             scope="cta")
             cute.arch.sync_threads()
-            # Every warp computes a weight (past the last row from row 0's first score, and stores nothing),
-            # so no branch keeps its chain of adds from overlapping the metadata's loads.
-            weight = _weight(addresses, ld_shared_f32(address), scale, self.renormalize)
-            self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
             if warp < rows:
-                mWeights[warp, lane % TOP_K] = weight
+                _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
+            self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
