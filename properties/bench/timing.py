@@ -15,7 +15,7 @@ from oracles.flashinfer_routing import build
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
 from properties.bench.problem import SCALE
-from properties.bench.report import VARIANT_NAMES, summarize
+from properties.bench.report import INFORMATION_VARIANTS, VARIANT_NAMES, summarize
 
 WARMUP_REPLAYS = 3
 
@@ -103,12 +103,16 @@ def measure(problem, name, fn, cfg, verify, mode):
 
 
 def bench_problem(problem, cfg, rec):
-    """{"graph", "pdl_chain", "producer", "verify"} of every variant for one b."""
+    """{"graph", "pdl_chain", "producer", "verify", "information"} of every variant for one b (information:
+    of the variants of INFORMATION_VARIANTS, from the outputs of their graph's replays)."""
     b = problem.b
-    out = {"graph": {}, "pdl_chain": {}, "producer": {}, "verify": {name: {} for name in VARIANT_NAMES}}
+    out = {"graph": {}, "pdl_chain": {}, "producer": {}, "verify": {name: {} for name in VARIANT_NAMES},
+           "information": {}}
     for name in VARIANT_NAMES:
         out["graph"][name] = rec.attempt(f"graph {name} b={b}", measure, problem, name, problem.launcher(name),
                                          cfg, out["verify"][name], "graph")
+        if name in INFORMATION_VARIANTS:
+            out["information"][name] = rec.attempt(f"information {name} b={b}", problem.information, name)
     for target, (src, dst) in (("logits", (problem.logits_src, problem.logits)),
                                ("ids", (problem.fi_ids_src, problem.fi_ids))):
         out["producer"][target] = rec.attempt(f"producer {target} b={b}", lambda: summarize(
@@ -164,12 +168,18 @@ def resources(rec, problem):
     else:
         out["triton"] = rec.attempt("resources triton", lambda: resource_usage(
             launch(problem.logits, problem.bias, problem.triton_weights, problem.triton_ids, SCALE, True).asm["cubin"]))
-    out["flashinfer"] = rec.attempt("resources flashinfer", lambda: _flashinfer_resources(build.LIBRARY))
+    out["flashinfer"] = rec.attempt("resources flashinfer", lambda: _flashinfer_resources(build.LIBRARY,
+                                                                                        "DynBlockKernel"))
+    for kernel, label in (("routingIndicesBlockKernel", "block kernel, b <= 4"),
+                          ("routingIndicesDynBlockKernel", "dyn-block kernel, b 5..16")):
+        out[f"flashinfer_fused ({label})"] = rec.attempt(
+            f"resources flashinfer_fused {kernel}", lambda k=kernel: _flashinfer_resources(build.FUSED_LIBRARY, k))
     return out
 
 
-def _flashinfer_resources(library):
-    found = {name: r for name, r in binary_resource_usage(library).items() if "DynBlockKernel" in name}
+def _flashinfer_resources(library, fragment):
+    """The resources of the one kernel of ``library`` whose name contains ``fragment``."""
+    found = {name: r for name, r in binary_resource_usage(library).items() if fragment in name}
     if len(found) != 1:
-        raise RuntimeError(f"expected one dyn-block kernel in {library}, found {sorted(found)}")
+        raise RuntimeError(f"expected one {fragment} in {library}, found {sorted(found)}")
     return next(iter(found.values()))
