@@ -86,7 +86,12 @@ class Problem:
         self.fi_ids_src = self.fi_ids.clone()
         self.fi_alone = device_buffers(self.fi_ids, cfg.tile_n)
         self.fi_after_triton = device_buffers(self.triton_ids, cfg.tile_n)
-        self.fused = fused_peer.peer_buffers(self.logits, self.bias, cfg.tile_n)
+        # FlashInfer's routing runner takes power-of-two tiles only: any other --tile-n fails this variant
+        # alone (its launch raises the refusal), not the problem.
+        try:
+            self.fused, self.fused_refusal = fused_peer.peer_buffers(self.logits, self.bias, cfg.tile_n), None
+        except ValueError as exc:
+            self.fused, self.fused_refusal = None, exc
         self.fused_kernel = None
 
     # -- launches (each enqueues one routing on the current stream)
@@ -105,6 +110,8 @@ class Problem:
         enqueue(buffers, self.cfg.local_expert_offset, self.cfg.num_local_experts, use_pdl=use_pdl)
 
     def run_fused(self):
+        if self.fused is None:
+            raise self.fused_refusal
         self.fused_kernel = fused_peer.enqueue(self.fused, SCALE, self.cfg.local_expert_offset,
                                                self.cfg.num_local_experts, use_pdl=True)
 
@@ -145,7 +152,7 @@ class Problem:
             self.triton_weights.view(self.triton_ids.dtype).fill_(WEIGHT_POISON_BITS)
         if name in ("flashinfer", "flashinfer_pdl"):
             self.fi_alone.poison(METADATA_POISON)
-        if name == "flashinfer_fused":
+        if name == "flashinfer_fused" and self.fused is not None:
             self.fused.poison(METADATA_POISON)
         if name.startswith("triton+flashinfer"):
             self.fi_after_triton.poison(METADATA_POISON)
@@ -184,6 +191,8 @@ class Problem:
         FlashInfer peer, the kernel it launched and its weights against the model's, bit for bit."""
         if name != "flashinfer_fused":
             return None
+        if self.fused is None:
+            raise self.fused_refusal
         return {"kernel": self.fused_kernel, **weight_differences(fused_peer.read_back(self.fused).weights,
                                                                   self.model.weights)}
 
