@@ -71,15 +71,16 @@ clean:
 	rm -rf $(VENV) build .hypothesis .pytest_cache reports
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-# FlashInfer's routingIndicesDynBlockKernel built from the installed flashinfer-python sources into
-# build/flashinfer_oracle/ (needs nvcc, not a GPU). Targets: FLASHINFER_ORACLE_ARCHS="sm_90a sm_100a".
+# FlashInfer's routingIndicesDynBlockKernel (the metadata oracle) and its fused routing from logits (the
+# benchmark's peer) built from the installed flashinfer-python sources into build/flashinfer_oracle/
+# (needs nvcc, not a GPU). Targets: FLASHINFER_ORACLE_ARCHS="sm_90a sm_100a".
 # Without nvcc or the sources it says "not run" and succeeds where a prebuilt library is in place.
 .PHONY: flashinfer-oracle
 flashinfer-oracle: $(STAMP)
 	$(PY) -m oracles.flashinfer_routing
 
 # GPU runners without package access. Here: `make gpu-bundle` writes build/gpu-bundle/part1..N (each at most
-# GPU_BUNDLE_PART_MB MiB): the wheels the runner image lacks and the prebuilt FlashInfer oracle library.
+# GPU_BUNDLE_PART_MB MiB): the wheels the runner image lacks and the prebuilt FlashInfer libraries.
 # There: copy every part's files into one folder B, then `make gpu-install BUNDLE=B` (no network: a venv on the
 # image's CUDA torch, the wheels installed into it, the library into build/) and `VERIFY_REQUIRE_GPU=1 make verify`.
 .PHONY: gpu-bundle gpu-install
@@ -115,7 +116,8 @@ corpus-generate: $(STAMP)
 corpus-record: $(STAMP)
 	$(PY) -m properties.corpus record
 
-# The kernel against the Triton and FlashInfer routing kernels and PyTorch eager, b = 1..8, on a GPU:
+# The kernel against the Triton and FlashInfer routing kernels (FlashInfer's fused routing from logits
+# included) and PyTorch eager, b = 1..8, on a GPU:
 # CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
 # e.g. `--verify-record FILE` (from `$(PY) -m properties.bench --time-verify --out FILE`).
 .PHONY: bench

@@ -4,6 +4,7 @@ Compute CSV reader, the CLI's argument checks, and the committed results file ag
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from properties.bench import cli, harness, ncu, timing
@@ -211,7 +212,11 @@ class FakeProblem:
         return lambda: None
 
     def producer_target(self, name):
-        return (self.fi_ids_src, self.fi_ids) if name.startswith("flashinfer") else (self.logits_src, self.logits)
+        return (self.fi_ids_src, self.fi_ids) if name in ("flashinfer", "flashinfer_pdl") \
+            else (self.logits_src, self.logits)
+
+    def information(self, name):
+        return {"kernel": "routingIndicesBlockKernel", "weights": 8 * self.b, "bits_differ": 1, "max_ulp": 1}
 
 
 def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys):
@@ -251,7 +256,65 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     assert chain["median_us"] == (chain_us + 4.0) / 2 - (producer_us + 0.5)
     assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}
     assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": 2000}
+    assert results["information"]["flashinfer_fused"]["8"]["weights"] == 64
+    assert results["verify"]["flashinfer_fused"]["1"] == {"graph": "ok", "pdl_chain": "ok"}
+    assert "| 8 | routingIndicesBlockKernel | 1 of 64 | 1 |" in bench_report.readme_table(results)
     assert "with metadata at most 10 µs: met" in bench_report.readme_table(results)
     assert "| 8 | 2.50 | 0.50 | 0.25 | 5.00 |" in bench_report.readme_table(results)
     assert results["targets"]["cpu_verify_under_10_min"]["met"] is True
     assert bench_report.readme_table(results) in capsys.readouterr().out
+
+
+def _with_peer_information(results):
+    kernels = {b: "routingIndicesBlockKernel" if b <= 4 else "routingIndicesDynBlockKernel" for b in (1, 8)}
+    results["information"] = {"flashinfer_fused": {
+        "1": {"kernel": kernels[1], "weights": 8, "bits_differ": 0, "max_ulp": 0},
+        "8": {"kernel": kernels[8], "weights": 64, "bits_differ": 3, "max_ulp": 1}}}
+    return results
+
+
+def test_the_peer_has_a_column_in_both_timing_tables_and_its_weights_a_table_of_their_own():
+    times = {n: (lambda i: lambda b: 1.0 + i + b / 100)(i) for i, n in enumerate(VARIANT_NAMES)}
+    text = bench_report.readme_table(_with_peer_information(synthetic(times)))
+    heads = [line for line in text.splitlines() if line.startswith("| b | ")]
+    assert heads[0].endswith("| torch | flashinfer_fused |") and heads[1].endswith("| torch | flashinfer_fused |")
+    assert heads[2] == "| b | kernel launched | weights whose bits differ | max distance (ulp) |"
+    assert "| 1 | routingIndicesBlockKernel | 0 of 8 | 0 |" in text
+    assert "| 8 | routingIndicesDynBlockKernel | 3 of 64 | 1 |" in text
+    assert "information, not a check" in text
+
+
+def test_a_file_older_than_the_peer_passes_the_schema_and_renders_without_it():
+    results = synthetic(BASE)
+    for key in ("variants", "graph", "pdl_chain", "verify"):
+        del results[key]["flashinfer_fused"]
+    text = bench_report.readme_table(bench_report.check_schema(results))
+    assert "flashinfer_fused" not in text and "information, not a check" not in text
+    results = synthetic(BASE)
+    del results["graph"]["flashinfer_fused"]["8"]
+    with pytest.raises(ValueError, match=r"graph\.flashinfer_fused"):
+        bench_report.check_schema(results)
+
+
+def test_weight_differences_count_bits_and_ulps():
+    from properties.bench.problem import weight_differences
+    want = np.array([[0.5, 1.0, 2.5, 0.0]], np.float32)
+    got = want.copy()
+    got[0, 1] = np.nextafter(np.float32(1.0), np.float32(2.0))
+    got[0, 2] = np.nextafter(np.nextafter(np.float32(2.5), np.float32(0)), np.float32(0))
+    assert weight_differences(got, want) == {"weights": 4, "bits_differ": 2, "max_ulp": 2}
+    got[0, 3] = np.float32(-0.0)
+    assert weight_differences(got, want) == {"weights": 4, "bits_differ": 3, "max_ulp": 2}
+    got[0, 0] = np.nan
+    assert weight_differences(got, want)["max_ulp"] is None
+    assert weight_differences(want, want) == {"weights": 4, "bits_differ": 0, "max_ulp": 0}
+
+
+def test_an_eager_figure_is_the_median_of_its_repeated_means(monkeypatch):
+    """eager_us makes one warm-up call, then EAGER_REPEATS runs of ``calls`` calls; its figure is their median."""
+    made = []
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
+    entry = timing.eager_us(lambda: made.append(1), 7)
+    assert len(made) == 1 + timing.EAGER_REPEATS * 7
+    assert len(entry["means_us"]) == timing.EAGER_REPEATS and entry["calls"] == 7
+    assert entry["mean_us"] == sorted(entry["means_us"])[timing.EAGER_REPEATS // 2]

@@ -80,3 +80,12 @@ def test_without_a_site_the_wheels_go_into_the_running_environment(fake_wheels, 
     assert bundle.main(["install", str(stage), "--repo", str(tmp_path / "runner")]) == 0
     assert "--no-index" in installed and "--target" not in installed
     assert installed[:3] == [bundle.sys.executable, "-m", "pip"]
+
+
+def test_the_bundle_carries_every_flashinfer_library_with_its_stamp():
+    """bundle.py (standard library only: it is the installer too) names the libraries; they are build.py's."""
+    from oracles.flashinfer_routing import build as flashinfer_build
+    expected = [str(p.relative_to(flashinfer_build.REPO_ROOT)) for lib in flashinfer_build.LIBRARIES
+                for p in (lib.path, lib.stamp)]
+    assert list(bundle.ORACLE_FILES) == expected
+    assert "build/flashinfer_oracle/libfi_fused_routing.so" in bundle.ORACLE_FILES

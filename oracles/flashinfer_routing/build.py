@@ -1,8 +1,12 @@
-"""Build FlashInfer's dyn-block routing kernel into a shared library from the installed package's sources.
+"""Build FlashInfer's routing kernels into shared libraries from the installed package's sources.
 
-Only the project's translation unit and header stand-ins live in the repository; every FlashInfer header is
-read from the installed ``flashinfer-python`` package at build time. Needs nvcc, not a GPU. The CUDA runtime
-is linked statically, so the library runs on a machine with a driver and no toolkit.
+Two libraries, one code path (``LIBRARIES``): ``libfi_dyn_block.so``, the metadata oracle (FlashInfer's
+routingIndicesDynBlockKernel on given ids, ``dyn_block_oracle.cu``), and ``libfi_fused_routing.so``, the
+benchmark's peer (FlashInfer's routingCustom::run from logits as its routing runner calls it,
+``fused_peer.cu`` and ``fused_peer_kernels.cu``). Only the project's translation units and header stand-ins
+live in the repository; every FlashInfer header is read from the installed ``flashinfer-python`` package
+at build time. Needs nvcc, not a GPU. The CUDA runtime is linked statically, so a library runs on a
+machine with a driver and no toolkit.
 
     python -m oracles.flashinfer_routing [--arch sm_90a ...] [--force]
 """
@@ -17,17 +21,46 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]
-SOURCE = HERE / "dyn_block_oracle.cu"
 STAND_INS = HERE / "stand_ins"
 BUILD_DIR = REPO_ROOT / "build" / "flashinfer_oracle"
-LIBRARY = BUILD_DIR / "libfi_dyn_block.so"
-# What the library was built from; a differing build (sources, flags, package) rebuilds it.
-STAMP = BUILD_DIR / "libfi_dyn_block.stamp"
-LOCK = BUILD_DIR / ".lock"
+
+
+@dataclass(frozen=True)
+class Library:
+    """One shared library: the project's translation units, the project headers they include, its file."""
+
+    stem: str
+    sources: tuple
+    headers: tuple = ()
+
+    @property
+    def path(self) -> Path:
+        return BUILD_DIR / f"{self.stem}.so"
+
+    @property
+    def stamp(self) -> Path:
+        """What the library was built from; a differing build (sources, flags, package) rebuilds it."""
+        return BUILD_DIR / f"{self.stem}.stamp"
+
+    @property
+    def lock(self) -> Path:
+        return BUILD_DIR / f".{self.stem}.lock"
+
+
+DYN_BLOCK = Library("libfi_dyn_block", (HERE / "dyn_block_oracle.cu",))
+FUSED_PEER = Library("libfi_fused_routing", (HERE / "fused_peer.cu", HERE / "fused_peer_kernels.cu"),
+                     (HERE / "fused_peer_narrow.cuh",))
+LIBRARIES = (DYN_BLOCK, FUSED_PEER)
+# The oracle's library, by the names the rest of the harness (and its tests' monkeypatching) use.
+SOURCE = DYN_BLOCK.sources[0]
+LIBRARY = DYN_BLOCK.path
+STAMP = DYN_BLOCK.stamp
+FUSED_LIBRARY = FUSED_PEER.path
 
 FLASHINFER_DIST = "flashinfer-python"
 FLASHINFER_VERSION = "0.7.2.post1"
@@ -76,11 +109,11 @@ def _gencode(arch: str) -> str:
     return f"-gencode=arch=compute_{match.group(1)},code={arch}"
 
 
-def nvcc_command(archs, output: Path, data: Path) -> list:
-    """The nvcc command line that builds the library into ``output``."""
+def nvcc_command(archs, output: Path, data: Path, library: Library = DYN_BLOCK) -> list:
+    """The nvcc command line that builds ``library`` into ``output``."""
     includes = [f"-I{STAND_INS}"] + [f"-I{data / sub}" for sub in _PACKAGE_INCLUDES]
-    return ([_nvcc(), *_FLAGS, *_DEFINES, *(_gencode(a) for a in archs), *includes, str(SOURCE), "-o",
-             str(output)])
+    return ([_nvcc(), *_FLAGS, *_DEFINES, *(_gencode(a) for a in archs), *includes,
+             *(str(source) for source in library.sources), "-o", str(output)])
 
 
 NO_NVCC = "nvcc not on PATH"
@@ -106,33 +139,39 @@ def unavailable():
     return None
 
 
-def _fingerprint(command) -> str:
+def _fingerprint(command, library: Library) -> str:
     digest = hashlib.sha256("\0".join(command).encode())
-    for path in [SOURCE, *sorted(p for p in STAND_INS.rglob("*") if p.is_file())]:
+    for path in [*library.sources, *library.headers, *sorted(p for p in STAND_INS.rglob("*") if p.is_file())]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def build(archs=None, force: bool = False) -> Path:
-    """Build the library unless an identical build is in place; return its path.
+def build(archs=None, force: bool = False, library: Library = DYN_BLOCK) -> Path:
+    """Build ``library`` unless an identical build is in place; return its path.
 
     Safe under concurrent callers (pytest-xdist workers): one builds, the others wait and reuse it.
     """
     archs = tuple(archs or archs_from_env())
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    partial = LIBRARY.with_suffix(".so.partial")
-    command = nvcc_command(archs, partial, flashinfer_data_dir())
-    fingerprint = _fingerprint(command)
-    with open(LOCK, "w") as lock:
+    partial = library.path.with_suffix(".so.partial")
+    command = nvcc_command(archs, partial, flashinfer_data_dir(), library)
+    fingerprint = _fingerprint(command, library)
+    with open(library.lock, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force and LIBRARY.is_file() and STAMP.is_file() and STAMP.read_text() == fingerprint:
-            return LIBRARY
+        if not force and library.path.is_file() and library.stamp.is_file() \
+                and library.stamp.read_text() == fingerprint:
+            return library.path
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"nvcc failed ({result.returncode}):\n{' '.join(command)}\n{result.stderr}")
-        os.replace(partial, LIBRARY)
-        STAMP.write_text(fingerprint)
-    return LIBRARY
+        os.replace(partial, library.path)
+        library.stamp.write_text(fingerprint)
+    return library.path
+
+
+def build_all(archs=None, force: bool = False) -> list:
+    """Build every library of ``LIBRARIES`` (each unless up to date); their paths."""
+    return [build(archs, force, library) for library in LIBRARIES]
 
 
 def main(argv=None) -> int:
@@ -143,8 +182,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     reason = unavailable()
     if reason is None:
-        print(build(args.arch, force=args.force))
+        for path in build_all(args.arch, force=args.force):
+            print(path)
         return 0
+    # Without nvcc: the oracle's prebuilt library is what `make verify` needs; the peer's serves the bench.
+    if not FUSED_LIBRARY.is_file():
+        print(f"{NOT_RUN}: {reason}; no prebuilt {FUSED_LIBRARY}: the benchmark's FlashInfer peer cannot run",
+              file=sys.stderr)
     if LIBRARY.is_file():
         print(f"{NOT_RUN}: {reason}; the prebuilt {LIBRARY} is used")
         return 0

@@ -9,7 +9,9 @@ Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--itera
 CUDA graph; each replay is timed with CUDA events and divided by the launch count; median and minimum over
 ``--repetitions`` replays. Before timing, the graph's outputs are poisoned, the graph replayed once and every
 output compared with its reference (the NumPy model bit for bit; FlashInfer's enqueued result with the
-oracle entry), so no timed graph skips its work. The PDL chain puts a producer kernel (it writes the logits,
+oracle entry; FlashInfer's fused routing from logits, the peer, its ids with the model and its metadata with
+the oracle entry, its weights' differences from the model recorded as information), so no timed graph skips
+its work. The PDL chain puts a producer kernel (it writes the logits,
 or the ids for FlashInfer alone, after letting dependents launch) before every routing launch, and reports
 (producer + routing) minus the producer alone. Nsight Compute, where it runs, gives each kernel's own
 duration (one ncu pass over eager launches). Every measurement is recorded, or its error: one failure does
@@ -56,7 +58,8 @@ def provenance():
     prov = gpu()
     prov.update({"nvidia-cutlass-dsl": version("nvidia-cutlass-dsl") or "not installed",
                  "flashinfer": f"flashinfer-python {version('flashinfer-python') or 'not installed'} at run time; "
-                               "library build/flashinfer_oracle/libfi_dyn_block.so from 0.7.2.post1 sources",
+                               "libraries build/flashinfer_oracle/libfi_dyn_block.so and libfi_fused_routing.so "
+                               "from 0.7.2.post1 sources",
                  "clocks": {"before": clocks()}, "host": host(), "commit": commit(), "date": utc_now()})
     return prov
 
@@ -76,6 +79,7 @@ def run(args):
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
     results["eager"] = {name: {} for name in report.EAGER_VARIANTS}
     results["eager_parts"] = {}
+    results["information"] = {name: {} for name in report.INFORMATION_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
     rec.attempt("prepare", routing.prepare, True)
@@ -95,6 +99,8 @@ def run(args):
             results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.eager_call(name),
                                                          args.eager_calls)
         results["eager_parts"][str(b)] = rec.attempt(f"eager parts b={b}", eager_parts, problem, args.eager_calls)
+        for name, info in measured["information"].items():
+            results["information"][name][str(b)] = info
         for target, stat in measured["producer"].items():
             results["pdl_chain"]["producer"][target][str(b)] = stat
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)

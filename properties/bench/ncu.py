@@ -18,10 +18,12 @@ from oracles.provenance import REPO_ROOT
 from properties.bench.problem import Config, Problem
 from properties.bench.timing import error_line
 
-NCU_VARIANTS = ("cute", "cute_meta", "triton", "flashinfer", "flashinfer_pdl")
+NCU_VARIANTS = ("cute", "cute_meta", "triton", "flashinfer", "flashinfer_pdl", "flashinfer_fused")
 # Name fragments of each profiled kernel (ncu's -k filter is "regex:routing", which all three contain).
 NCU_KERNEL_NAMES = {"cute": "Routing", "cute_meta": "Routing", "triton": "_routing_kernel",
-                    "flashinfer": "routingIndicesDynBlockKernel", "flashinfer_pdl": "routingIndicesDynBlockKernel"}
+                    "flashinfer": "routingIndicesDynBlockKernel", "flashinfer_pdl": "routingIndicesDynBlockKernel",
+                    # routingIndicesBlockKernel for b <= 4, routingIndicesDynBlockKernel above
+                    "flashinfer_fused": "BlockKernel"}
 NCU_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "smsp__inst_executed.sum",
                "launch__registers_per_thread", "launch__shared_mem_per_block_static",
                "launch__shared_mem_per_block_dynamic", "launch__block_size")

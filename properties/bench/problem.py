@@ -2,7 +2,10 @@
 
 The CuTe variants run through the engine's poisoned buffers (properties/engine/device.py) and are checked by
 its bitwise comparison; Triton against the model's outputs, FlashInfer's enqueued result against its oracle
-entry on the model's ids, PyTorch eager by its picked sets.
+entry on the model's ids, PyTorch eager by its picked sets. FlashInfer's fused routing from logits (the peer)
+has its ids checked against the model's and its metadata against the oracle entry, bit for bit; its weights
+are not (its sigmoid goes through tanh, its renormalization adds 1e-20, not 1e-15): how many differ from the
+model's, and by how many ulp, is recorded as information (``information``).
 """
 
 from dataclasses import dataclass, replace
@@ -14,6 +17,7 @@ import torch
 from kernel import routing
 from kernel.layout import EXPERTS, TOP_K
 from oracles.flashinfer_routing import to_meta
+from oracles.flashinfer_routing import fused_peer
 from oracles.flashinfer_routing.enqueue import device_buffers, enqueue, read_back
 from oracles.triton_routing import fused_musespark1x_routing
 from properties.engine import device
@@ -84,6 +88,13 @@ class Problem:
         self.fi_ids_src = self.fi_ids.clone()
         self.fi_alone = device_buffers(self.fi_ids, cfg.tile_n)
         self.fi_after_triton = device_buffers(self.triton_ids, cfg.tile_n)
+        # FlashInfer's routing runner takes power-of-two tiles only: any other --tile-n fails this variant
+        # alone (its launch raises the refusal), not the problem.
+        try:
+            self.fused, self.fused_refusal = fused_peer.peer_buffers(self.logits, self.bias, cfg.tile_n), None
+        except ValueError as exc:
+            self.fused, self.fused_refusal = None, exc
+        self.fused_kernel = None
 
     # -- launches (each enqueues one routing on the current stream)
 
@@ -99,6 +110,12 @@ class Problem:
 
     def _enqueue(self, buffers, use_pdl):
         enqueue(buffers, self.cfg.local_expert_offset, self.cfg.num_local_experts, use_pdl=use_pdl)
+
+    def run_fused(self):
+        if self.fused is None:
+            raise self.fused_refusal
+        self.fused_kernel = fused_peer.enqueue(self.fused, SCALE, self.cfg.local_expert_offset,
+                                               self.cfg.num_local_experts, use_pdl=True)
 
     def run_torch(self):
         s = torch.sigmoid(self.logits)
@@ -117,6 +134,7 @@ class Problem:
             "flashinfer_pdl": lambda: self._enqueue(self.fi_alone, True),
             "triton+flashinfer": lambda: (self.run_triton(), self._enqueue(self.fi_after_triton, False)),
             "triton+flashinfer_pdl": lambda: (self.run_triton(), self._enqueue(self.fi_after_triton, True)),
+            "flashinfer_fused": self.run_fused,
             "torch": self.run_torch,
         }[name]
 
@@ -139,8 +157,10 @@ class Problem:
         if name.startswith("triton"):
             self.triton_ids.fill_(IDS_POISON)
             self.triton_weights.view(self.triton_ids.dtype).fill_(WEIGHT_POISON_BITS)
-        if name.startswith("flashinfer"):
+        if name in ("flashinfer", "flashinfer_pdl"):
             self.fi_alone.poison(METADATA_POISON)
+        if name == "flashinfer_fused" and self.fused is not None:
+            self.fused.poison(METADATA_POISON)
         if name.startswith("triton+flashinfer"):
             self.fi_after_triton.poison(METADATA_POISON)
         if name == "torch":
@@ -156,13 +176,46 @@ class Problem:
             triton = Outputs(self.triton_ids.cpu().numpy(), self.triton_weights.cpu().numpy(), None)
             found += disagreements({"model": self.model, "triton": triton})
         for prefix, buffers in (("flashinfer", self.fi_alone), ("triton+flashinfer", self.fi_after_triton)):
-            if name.startswith(prefix):
+            if name in (prefix, f"{prefix}_pdl"):
                 enqueued = Outputs(None, None, to_meta(read_back(buffers)))
                 found += disagreements({"oracle entry": self.fi_expected, f"{prefix} enqueued": enqueued},
                                        reference="oracle entry", tile_n=self.cfg.tile_n)
+        if name == "flashinfer_fused":
+            peer = fused_peer.read_back(self.fused)
+            found += disagreements({"model": self.model, "flashinfer fused": Outputs(peer.ids, None, None)})
+            found += disagreements({"oracle entry": self.fi_expected,
+                                    "flashinfer fused": Outputs(None, None, to_meta(peer.metadata))},
+                                   reference="oracle entry", tile_n=self.cfg.tile_n)
         lines = [describe(d) for d in found]
         if name == "torch" and not np.array_equal(np.sort(self.torch_ids.cpu().numpy(), axis=1),
                                                   np.sort(self.model.ids, axis=1)):
             lines.append("torch picks other experts than the model (its sigmoid is not Triton's, so only the "
                          "picked sets are compared)")
         return lines
+
+    def information(self, name):
+        """What is recorded about variant ``name``'s outputs beyond the checks (None when nothing): for the
+        FlashInfer peer, the kernel it launched and its weights against the model's, bit for bit."""
+        if name != "flashinfer_fused":
+            return None
+        if self.fused is None:
+            raise self.fused_refusal
+        return {"kernel": self.fused_kernel, **weight_differences(fused_peer.read_back(self.fused).weights,
+                                                                  self.model.weights)}
+
+
+def _ordered(bits):
+    """int32 float bits -> int64 keys whose differences count representable floats (ulp) between them."""
+    bits = bits.astype(np.int64)
+    return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+
+def weight_differences(got, want):
+    """How many float32 weights of ``got`` differ in bits from ``want`` and the largest distance in ulp (the
+    number of float32 values between them; NaN anywhere counts as differing and gives max_ulp None)."""
+    got, want = np.ascontiguousarray(got, np.float32), np.ascontiguousarray(want, np.float32)
+    differ = int(np.count_nonzero(got.view(np.int32) != want.view(np.int32)))
+    if np.isnan(got).any() or np.isnan(want).any():
+        return {"weights": int(got.size), "bits_differ": differ, "max_ulp": None}
+    ulp = np.abs(_ordered(got.view(np.int32)) - _ordered(want.view(np.int32)))
+    return {"weights": int(got.size), "bits_differ": differ, "max_ulp": int(ulp.max(initial=0))}

@@ -20,8 +20,15 @@ VARIANTS = (
     ("triton+flashinfer_pdl", "Triton oracle, then FlashInfer's dyn-block kernel on its ids (mUsePdl=true)"),
     ("torch", "PyTorch eager: sigmoid, add, topk, gather, normalize, copies into the int32/fp32 outputs "
               "(no PDL)"),
+    ("flashinfer_fused", "FlashInfer fused routing from logits (routingCustom::run as its routing runner calls "
+                         "it for sigmoid + bias, top 8 of 256, one expert group: routingIndicesBlockKernel for "
+                         "b <= 4, routingIndicesDynBlockKernel for 5..16; ids, FP32 weights and metadata in one "
+                         "launch; mUsePdl=true)"),
 )
 VARIANT_NAMES = tuple(name for name, _ in VARIANTS)
+# Variants whose outputs are described beyond the checks (results["information"], absent from older files):
+# the FlashInfer peer's kernel and its weights against the model's, which it does not match bit for bit.
+INFORMATION_VARIANTS = ("flashinfer_fused",)
 SUBJECT = "cute_meta"
 # (name, baseline variants (the faster one counts), the speedup the subject must reach over it).
 TARGETS = (
@@ -59,7 +66,7 @@ def check_schema(results):
     if not bs or not all(isinstance(b, int) and 1 <= b <= 8 for b in bs):
         raise ValueError(f"results config.bs must list token counts in 1..8, got {bs!r}")
     for mode in MODES:
-        for name in VARIANT_NAMES:
+        for name in file_variants(results):
             per_b = results[mode].get(name)
             if not isinstance(per_b, dict) or sorted(per_b, key=int) != [str(b) for b in bs]:
                 raise ValueError(f"results {mode}.{name} must hold one entry per b in {bs}")
@@ -67,6 +74,12 @@ def check_schema(results):
                 if "error" not in entry and not _is_time(entry.get("median_us")):
                     raise ValueError(f"results {mode}.{name}[{b}] needs median_us or error, got {entry!r}")
     return results
+
+
+def file_variants(results):
+    """The variants of VARIANT_NAMES a results file holds (a file older than a variant lacks it), in order."""
+    listed = results.get("variants")
+    return tuple(n for n in VARIANT_NAMES if n in listed) if isinstance(listed, dict) else VARIANT_NAMES
 
 
 def _is_time(x):
@@ -170,17 +183,42 @@ def timing_tables(results):
              f"{cfg['iterations']} launches (minimum in parentheses); metadata for local experts "
              f"[{cfg['local_expert_offset']}, {cfg['local_expert_offset'] + cfg['num_local_experts']}), "
              f"tile {cfg['tile_n']}.", ""]
-    lines += _table(["b", *VARIANT_NAMES],
-                    [[b, *(_cell(results["graph"][n].get(str(b))) for n in VARIANT_NAMES)] for b in cfg["bs"]])
+    names = file_variants(results)
+    lines += _table(["b", *names],
+                    [[b, *(_cell(results["graph"][n].get(str(b))) for n in names)] for b in cfg["bs"]])
+    peer = " FlashInfer's fused routing (flashinfer_fused) reads the logits." if "flashinfer_fused" in names else ""
     lines += ["", "Behind a producer kernel that writes the inputs (logits; ids for FlashInfer alone) and "
                   "lets dependents launch at once: time of producer + routing per iteration minus the "
                   "producer alone, µs, median (minimum). Only the CuTe kernel and FlashInfer with "
-                  "mUsePdl=true launch with PDL; Triton and PyTorch eager wait for the producer to finish.", ""]
+                  "mUsePdl=true launch with PDL; Triton and PyTorch eager wait for the producer to finish." + peer,
+              ""]
     producer = results["pdl_chain"].get("producer", {})
-    lines += _table(["b", "producer (logits)", "producer (ids)", *VARIANT_NAMES],
+    lines += _table(["b", "producer (logits)", "producer (ids)", *names],
                     [[b, *(_cell(producer.get(target, {}).get(str(b))) for target in ("logits", "ids")),
-                      *(_cell(results["pdl_chain"][n].get(str(b))) for n in VARIANT_NAMES)] for b in cfg["bs"]])
+                      *(_cell(results["pdl_chain"][n].get(str(b))) for n in names)] for b in cfg["bs"]])
     return lines
+
+
+def information_table(results):
+    """Markdown lines: the FlashInfer peer's kernel per b and its weights against the model's (information,
+    not a check), or nothing for a file without it."""
+    info = results.get("information", {}).get("flashinfer_fused")
+    if not info:
+        return []
+    rows = []
+    for b in results["config"]["bs"]:
+        e = info.get(str(b))
+        if not e:
+            rows.append([b, "n/a", "n/a", "n/a"])
+        elif "error" in e:
+            rows.append([b, "error", "error", "error"])
+        else:
+            ulp = "n/a (NaN)" if e["max_ulp"] is None else e["max_ulp"]
+            rows.append([b, e["kernel"], f"{e['bits_differ']} of {e['weights']}", ulp])
+    return ["FlashInfer's fused routing against the NumPy model (information, not a check: its ids and metadata "
+            "are checked bit for bit above; its weights are not, since its sigmoid goes through tanh and its "
+            "renormalization adds 1e-20, not 1e-15):", ""] + \
+        _table(["b", "kernel launched", "weights whose bits differ", "max distance (ulp)"], rows) + [""]
 
 
 def target_tables(results):
@@ -212,7 +250,7 @@ def ncu_table(results):
     head = ["kernel", *(f"duration b={b} (µs)" for b in bs), "registers", "static smem (B)",
             f"dynamic smem b={bs[-1]} (B)", f"instructions b={bs[-1]}", f"SM cycles b={bs[-1]}"]
     rows = []
-    for name in VARIANT_NAMES:
+    for name in file_variants(results):
         if name not in kernels:
             continue
         per_b = kernels[name]
@@ -247,7 +285,10 @@ def eager_table(results):
     meta = [eager.get("cute_meta", {}).get(str(b), {}) for b in bs]
     met = all(_is_time(e.get("mean_us")) and e["mean_us"] <= EAGER_LIMIT_US for e in meta)
     calls = next((e["calls"] for e in meta if "calls" in e), "?")
-    return [f"Eager route() on the host, µs per call (mean of {calls} calls back to back, one sync after them); "
+    repeats = next((len(e["means_us"]) for e in meta if "means_us" in e), None)
+    method = f"mean of {calls} calls back to back, one sync after them"
+    method = f"median of {repeats} means of {calls} calls back to back, one sync after each" if repeats else method
+    return [f"Eager route() on the host, µs per call ({method}); "
             f"with metadata at most {EAGER_LIMIT_US:g} µs: {_verdict(met)}.", ""] + \
         _table(["b", *EAGER_VARIANTS], rows) + [""] + eager_parts_table(results)
 
@@ -263,7 +304,7 @@ def eager_parts_table(results):
         return []
     cells = lambda e, k: "error" if "error" in e else f"{e[k]:.2f}"  # noqa: E731
     rows = [[b, *(cells(parts[b], k) for k, _ in EAGER_PARTS)] for b in sorted(parts, key=int)]
-    return ["Its parts with metadata, µs (each the mean of as many calls, timed alone):", ""] + \
+    return ["Its parts with metadata, µs (each timed alone, as many calls the same way):", ""] + \
         _table(["b", *(label for _, label in EAGER_PARTS)], rows) + [""]
 
 
@@ -310,7 +351,7 @@ def readme_table(results):
     """The README's benchmark section body (markdown) for one results file."""
     check_schema(results)
     lines = [f"Measured on {_provenance_line(results)}.", ""]
-    lines += timing_tables(results) + [""] + target_tables(results) + eager_table(results)
+    lines += timing_tables(results) + [""] + information_table(results) + target_tables(results) + eager_table(results)
     lines += ncu_table(results) + [""] + resource_table(results) + [""] + harness_table(results)
     return "\n".join(lines) + "\n"
 

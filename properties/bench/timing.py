@@ -15,7 +15,7 @@ from oracles.flashinfer_routing import build
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
 from properties.bench.problem import SCALE
-from properties.bench.report import VARIANT_NAMES, summarize
+from properties.bench.report import INFORMATION_VARIANTS, VARIANT_NAMES, summarize
 from properties.engine import device
 
 WARMUP_REPLAYS = 3
@@ -104,12 +104,16 @@ def measure(problem, name, fn, cfg, verify, mode):
 
 
 def bench_problem(problem, cfg, rec):
-    """{"graph", "pdl_chain", "producer", "verify"} of every variant for one b."""
+    """{"graph", "pdl_chain", "producer", "verify", "information"} of every variant for one b (information:
+    of the variants of INFORMATION_VARIANTS, from the outputs of their graph's replays)."""
     b = problem.b
-    out = {"graph": {}, "pdl_chain": {}, "producer": {}, "verify": {name: {} for name in VARIANT_NAMES}}
+    out = {"graph": {}, "pdl_chain": {}, "producer": {}, "verify": {name: {} for name in VARIANT_NAMES},
+           "information": {}}
     for name in VARIANT_NAMES:
         out["graph"][name] = rec.attempt(f"graph {name} b={b}", measure, problem, name, problem.launcher(name),
                                          cfg, out["verify"][name], "graph")
+        if name in INFORMATION_VARIANTS:
+            out["information"][name] = rec.attempt(f"information {name} b={b}", problem.information, name)
     for target, (src, dst) in (("logits", (problem.logits_src, problem.logits)),
                                ("ids", (problem.fi_ids_src, problem.fi_ids))):
         out["producer"][target] = rec.attempt(f"producer {target} b={b}", lambda: summarize(
@@ -124,15 +128,7 @@ def bench_problem(problem, cfg, rec):
     return out
 
 
-def eager_us(run, calls):
-    """Host time of one eager call in µs: the mean of ``calls`` calls back to back, one sync after them."""
-    run()
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    for _ in range(calls):
-        run()
-    torch.cuda.synchronize()
-    return {"mean_us": (time.perf_counter() - started) / calls * 1e6, "calls": calls}
+EAGER_REPEATS = 5  # the host is shared: each eager figure is the median of this many means
 
 
 def _mean_us(fn, calls):
@@ -142,10 +138,30 @@ def _mean_us(fn, calls):
     return (time.perf_counter() - started) / calls * 1e6
 
 
+def _median_of_means_us(fn, calls):
+    means = sorted(_mean_us(fn, calls) for _ in range(EAGER_REPEATS))
+    return means[EAGER_REPEATS // 2]
+
+
+def eager_us(run, calls):
+    """Host time of one eager call in µs: the mean of ``calls`` calls back to back with one sync after them,
+    the median of EAGER_REPEATS such means (each of them kept)."""
+    run()
+    torch.cuda.synchronize()
+    means = []
+    for _ in range(EAGER_REPEATS):
+        started = time.perf_counter()
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+        means.append((time.perf_counter() - started) / calls * 1e6)
+    return {"mean_us": sorted(means)[EAGER_REPEATS // 2], "means_us": means, "calls": calls}
+
+
 def eager_parts(problem, calls):
-    """Where one eager ``route()`` call with metadata spends its host time, µs each (mean of ``calls``): the
-    call signature, its lookup in the cache of checked calls, ``torch.cuda.current_device()``, and the
-    compiled TVM-FFI function called alone with route's arguments (its launches synchronised after)."""
+    """Where one eager ``route()`` call with metadata spends its host time, µs each (median of EAGER_REPEATS
+    means of ``calls``): the call signature, its lookup in the cache of checked calls,
+    ``torch.cuda.current_device()``, and the compiled TVM-FFI function called alone with route's arguments."""
     args = device.route_args(problem.cute_meta)
     logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n = args
     key = contract.signature(*args)
@@ -154,11 +170,11 @@ def eager_parts(problem, calls):
     fn = routing.compiled_routing(True, renormalize)
     ffi_args = (logits, bias, ids, weights, contract.scale_f32(scale), metadata, offset, count, tile_n,
                 contract.cta_table(tile_n))
-    signature = _mean_us(lambda: contract.signature(*args), calls)
-    lookup = _mean_us(lambda: checked.get(contract.signature(*args)), calls) - signature
-    current = _mean_us(torch.cuda.current_device, calls)
+    signature = _median_of_means_us(lambda: contract.signature(*args), calls)
+    lookup = _median_of_means_us(lambda: checked.get(contract.signature(*args)), calls) - signature
+    current = _median_of_means_us(torch.cuda.current_device, calls)
     torch.cuda.synchronize()
-    compiled = _mean_us(lambda: fn(*ffi_args), calls)
+    compiled = _median_of_means_us(lambda: fn(*ffi_args), calls)
     torch.cuda.synchronize()
     return {"signature_us": signature, "lookup_us": lookup, "current_device_us": current,
             "compiled_call_us": compiled, "calls": calls}
@@ -194,12 +210,18 @@ def resources(rec, problem):
     else:
         out["triton"] = rec.attempt("resources triton", lambda: resource_usage(
             launch(problem.logits, problem.bias, problem.triton_weights, problem.triton_ids, SCALE, True).asm["cubin"]))
-    out["flashinfer"] = rec.attempt("resources flashinfer", lambda: _flashinfer_resources(build.LIBRARY))
+    out["flashinfer"] = rec.attempt("resources flashinfer", lambda: _flashinfer_resources(build.LIBRARY,
+                                                                                        "DynBlockKernel"))
+    for kernel, label in (("routingIndicesBlockKernel", "block kernel, b <= 4"),
+                          ("routingIndicesDynBlockKernel", "dyn-block kernel, b 5..16")):
+        out[f"flashinfer_fused ({label})"] = rec.attempt(
+            f"resources flashinfer_fused {kernel}", lambda k=kernel: _flashinfer_resources(build.FUSED_LIBRARY, k))
     return out
 
 
-def _flashinfer_resources(library):
-    found = {name: r for name, r in binary_resource_usage(library).items() if "DynBlockKernel" in name}
+def _flashinfer_resources(library, fragment):
+    """The resources of the one kernel of ``library`` whose name contains ``fragment``."""
+    found = {name: r for name, r in binary_resource_usage(library).items() if fragment in name}
     if len(found) != 1:
-        raise RuntimeError(f"expected one dyn-block kernel in {library}, found {sorted(found)}")
+        raise RuntimeError(f"expected one {fragment} in {library}, found {sorted(found)}")
     return next(iter(found.values()))

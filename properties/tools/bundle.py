@@ -1,5 +1,5 @@
 """Offline bundle for GPU runners without package access: the wheels their image lacks and the prebuilt
-FlashInfer oracle library, in parts small enough for one transfer each, with an installer.
+FlashInfer libraries (the metadata oracle and the benchmark's peer), in parts small enough for one transfer each, with an installer.
 
     python -m properties.tools.bundle build [--out build/gpu-bundle] [--part-mb 40]     (make gpu-bundle)
     PYTHON install.py install STAGE [SITE] [--repo DIR]   (on the runner, every part copied into STAGE)
@@ -8,7 +8,7 @@ FlashInfer oracle library, in parts small enough for one transfer each, with an 
 numbered pieces) and puts MANIFEST.json and install.py (this file, standard library only) into the last
 part. ``install.py`` joins the pieces, checks every sha256, installs the wheels with pip --no-index
 --no-deps into PYTHON's environment (``make gpu-install``: the project venv, so the DSL's .pth file is
-honoured) or with --target SITE when given, and copies the oracle library into REPO/build/flashinfer_oracle/.
+honoured) or with --target SITE when given, and copies the FlashInfer libraries into REPO/build/flashinfer_oracle/.
 """
 
 import argparse
@@ -30,7 +30,10 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x
 WHEELS = ("nvidia-cutlass-dsl==4.8.1", "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-core==4.8.1",
           "nvidia-cutlass-dsl-libs-cu13==4.8.1", "apache-tvm-ffi==0.1.15.post2", "jsonschema==4.26.0",
           "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1")
-ORACLE_FILES = ("build/flashinfer_oracle/libfi_dyn_block.so", "build/flashinfer_oracle/libfi_dyn_block.stamp")
+# Every library of oracles/flashinfer_routing/build.py LIBRARIES with its build stamp (this file is the
+# installer too, standard library only, so it names them; a CPU test holds the two lists equal).
+ORACLE_FILES = ("build/flashinfer_oracle/libfi_dyn_block.so", "build/flashinfer_oracle/libfi_dyn_block.stamp",
+                "build/flashinfer_oracle/libfi_fused_routing.so", "build/flashinfer_oracle/libfi_fused_routing.stamp")
 MANIFEST = "MANIFEST.json"
 PIECE = ".piece."
 

@@ -98,8 +98,9 @@ class Ticker:
 
 
 def build_flashinfer(require_gpu):
-    """The FlashInfer build part: {"ran", "failed", "why", "seconds"}; not run where nvcc or the sources are
-    missing (a failure under require_gpu only when no prebuilt library is there to run the oracle)."""
+    """The FlashInfer build part (every library of its build.LIBRARIES): {"ran", "failed", "why", "seconds"};
+    not run where nvcc or the sources are missing (a failure under require_gpu only when no prebuilt library
+    is there to run the oracle)."""
     started = time.monotonic()
     reason = flashinfer_build.unavailable()
     if reason is not None:
@@ -107,7 +108,7 @@ def build_flashinfer(require_gpu):
         why = f"not run: {reason}" + ("; the prebuilt library is used" if have else "; no prebuilt library")
         return {"ran": False, "failed": require_gpu and not have, "why": why, "seconds": 0.0}
     try:
-        flashinfer_build.build()
+        flashinfer_build.build_all()
     except RuntimeError as exc:
         return {"ran": True, "failed": True, "why": str(exc).splitlines()[0], "seconds": time.monotonic() - started}
     return {"ran": True, "failed": False, "why": "", "seconds": time.monotonic() - started}
