@@ -53,7 +53,8 @@ def test_build_command_compiles_both_units_with_flashinfers_flags_for_the_target
 def test_each_library_has_its_own_fingerprint_covering_its_own_headers():
     command = ["nvcc", "x"]
     assert build._fingerprint(command, build.DYN_BLOCK) != build._fingerprint(command, build.FUSED_PEER)
-    assert build.FUSED_PEER.headers == (build.HERE / "fused_peer_narrow.cuh",)
+    assert build.FUSED_PEER.headers == (build.HERE / "fused_peer_narrow.cuh", build.HERE / "selected_instance.cuh")
+    assert build.DYN_BLOCK.headers == (build.HERE / "selected_instance.cuh",)
     assert [lib.path.name for lib in build.LIBRARIES] == ["libfi_dyn_block.so", "libfi_fused_routing.so"]
     assert build.LIBRARY == build.DYN_BLOCK.path and build.FUSED_LIBRARY == build.FUSED_PEER.path
 
@@ -62,10 +63,13 @@ def test_narrowing_names_flashinfers_instance_and_records_every_other_launch():
     narrow = (build.HERE / "fused_peer_narrow.cuh").read_text()
     for fact in ("using PreProc = routing::SigmoidBiasPreprocess;",
                  "using PostProc = routing::ScaledSumNormalizePostprocess;", "constexpr int kTierExperts = 256;",
-                 "constexpr int kTierTopK = 8;", "data.mDtypeOutput == routing::tg::Dtype::Fp32",
+                 "constexpr int kTierTopK = 8;", '#include "selected_instance.cuh"',
+                 "fi_narrow::dispatchSelects<PreProc, PostProc, kTierExperts, kTierTopK>(data)",
                  "#define LAUNCH_ROUTING_WITH_POLICIES(data, coopLaunch, kernel, ...) ::fi_peer::uncompiled(#kernel)",
                  "#define LAUNCH_ROUTING_CUSTOM_NO_POLICY(data, coopLaunch, kernel, ...) ::fi_peer::uncompiled"):
         assert fact in narrow, fact
+    assert "data.mDtypeOutput == moe::dev::routing::tg::Dtype::Fp32" in \
+        (build.HERE / "selected_instance.cuh").read_text()
     entry = (build.HERE / "fused_peer.cu").read_text()
     assert "#define FLASHINFER_ROUTING_CUSTOM_ENTRY" in entry and "custom::run(data, stream);" in entry
     assert "#define FLASHINFER_ROUTING_CUSTOM_BLOCK_GROUP" in (build.HERE / "fused_peer_kernels.cu").read_text()

@@ -52,9 +52,9 @@ class Library:
         return BUILD_DIR / f".{self.stem}.lock"
 
 
-DYN_BLOCK = Library("libfi_dyn_block", (HERE / "dyn_block_oracle.cu",))
+DYN_BLOCK = Library("libfi_dyn_block", (HERE / "dyn_block_oracle.cu",), (HERE / "selected_instance.cuh",))
 FUSED_PEER = Library("libfi_fused_routing", (HERE / "fused_peer.cu", HERE / "fused_peer_kernels.cu"),
-                     (HERE / "fused_peer_narrow.cuh",))
+                     (HERE / "fused_peer_narrow.cuh", HERE / "selected_instance.cuh"))
 LIBRARIES = (DYN_BLOCK, FUSED_PEER)
 # The oracle's library, by the names the rest of the harness (and its tests' monkeypatching) use.
 SOURCE = DYN_BLOCK.sources[0]

@@ -17,10 +17,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <type_traits>
 #include <vector>
 
 #include "flashinfer/trtllm/fused_moe/RoutingCustomPolicy.cuh"
+
+#include "selected_instance.cuh"
 
 namespace fi_oracle {
 
@@ -41,16 +42,7 @@ int gLaunches = 0;
 
 // True when FlashInfer's full LAUNCH_ROUTING_CUSTOM dispatch would launch the instance compiled here.
 inline bool dispatchSelectsCompiledInstance(custom::Data const& data) {
-  bool selected = false;
-  custom::dispatchRoutingPolicy(data, [&](auto preProc, auto postProc, char const* /*policyName*/) {
-    using Pairs = typename custom::PolicyTraits<decltype(preProc), decltype(postProc)>::Pairs;
-    custom::dispatchTierPairs(static_cast<Pairs*>(nullptr), data, [&](auto eTag, auto kTag) {
-      selected = std::is_same_v<decltype(preProc), PreProc> &&
-                 std::is_same_v<decltype(postProc), PostProc> &&
-                 decltype(eTag)::value == kTierExperts && decltype(kTag)::value == kTierTopK;
-    });
-  });
-  return selected && data.mDtypeOutput == routing::tg::Dtype::Fp32;
+  return fi_narrow::dispatchSelects<PreProc, PostProc, kTierExperts, kTierTopK>(data);
 }
 
 }  // namespace fi_oracle

@@ -18,9 +18,10 @@
 
 #include <sstream>
 #include <stdexcept>
-#include <type_traits>
 
 #include "flashinfer/trtllm/fused_moe/RoutingCustomPolicy.cuh"
+
+#include "selected_instance.cuh"
 
 // FlashInfer's TVM-FFI checks (tvm_ffi_utils.h is a project stand-in without them): a failed check throws
 // std::runtime_error with the streamed message, as TVM-FFI's check throws its own error type.
@@ -80,16 +81,7 @@ inline void uncompiled(char const* what) {
 
 // True when FlashInfer's full LAUNCH_ROUTING_CUSTOM dispatch would launch the instance compiled here.
 inline bool dispatchSelectsCompiledInstance(custom::Data const& data) {
-  bool selected = false;
-  custom::dispatchRoutingPolicy(data, [&](auto preProc, auto postProc, char const* /*policyName*/) {
-    using Pairs = typename custom::PolicyTraits<decltype(preProc), decltype(postProc)>::Pairs;
-    custom::dispatchTierPairs(static_cast<Pairs*>(nullptr), data, [&](auto eTag, auto kTag) {
-      selected = std::is_same_v<decltype(preProc), PreProc> &&
-                 std::is_same_v<decltype(postProc), PostProc> &&
-                 decltype(eTag)::value == kTierExperts && decltype(kTag)::value == kTierTopK;
-    });
-  });
-  return selected && data.mDtypeOutput == routing::tg::Dtype::Fp32;
+  return fi_narrow::dispatchSelects<PreProc, PostProc, kTierExperts, kTierTopK>(data);
 }
 
 }  // namespace fi_peer
