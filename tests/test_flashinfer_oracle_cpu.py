@@ -188,3 +188,26 @@ def test_enqueue_wrapper_refuses_host_and_mistyped_ids():
         device_buffers(torch.zeros((MAX_TOKENS + 1, TOP_K), dtype=torch.int32), 8)
     with pytest.raises(ValueError, match="int32 torch.Tensor"):
         device_buffers(_ids(), 8)
+
+
+def test_metadata_outputs_read_back_field_by_field_and_name_a_wrong_buffer():
+    """The metadata outputs both FlashInfer launches write (enqueue.MetadataOutputs): each tensor lands in its own
+    DynBlockMetadata field, the two sizes from the scalars; a buffer of the wrong size is named."""
+    import dataclasses
+
+    import torch
+
+    from oracles.flashinfer_routing.enqueue import MetadataOutputs
+
+    tile = 4
+    outputs = MetadataOutputs(**MetadataOutputs.allocate(torch.device("cpu"), tile))
+    for i, out in enumerate(outputs.outputs()):
+        out.copy_(torch.arange(out.numel(), dtype=torch.int32) + 1000 * i)
+    got = outputs.read_metadata(poison=-7)
+    for i, name in enumerate(("expanded_to_permuted", "cta_batch", "cta_limit", "permuted_to_token")):
+        assert np.array_equal(getattr(got, name), np.arange(getattr(got, name).size) + 1000 * i), name
+    assert (got.padded_tokens, got.num_ctas, got.tile_n, got.poison) == (4000, 4001, tile, -7)
+    outputs.check_outputs(torch.device("cpu"))
+    short = dataclasses.replace(outputs, cta_limit=outputs.cta_limit[:-1])
+    with pytest.raises(ValueError, match="buffers.cta_limit must be a contiguous int32 tensor of"):
+        short.check_outputs(torch.device("cpu"))

@@ -311,3 +311,30 @@ def test_flashinfers_batched_outputs_land_where_the_oracle_puts_one_call():
                                         int(one["scalars"][0]), int(one["scalars"][1]), tile, METADATA_POISON))
         assert np.array_equal(got[p, :want.size], want)
         assert (got[p, want.size:] == METADATA_POISON).all()
+
+
+def test_the_soaks_flashinfer_launch_hands_each_problem_its_own_rows():
+    """FlashInfer.launch builds the oracle's DeviceBuffers from problem p's rows of the soak's buffers (ids from
+    the reference, the two sizes from the first words of its scalars row) and enqueues them."""
+    from types import SimpleNamespace
+
+    from oracles.flashinfer_routing import enqueue
+    from properties.soak.gpu import FlashInfer
+
+    tile, problems, p = 3, 2, 1
+    sizes = {"expanded": 64, "cta_batch": 64, "cta_limit": 64, "permuted": 64 * tile, "scalars": 4}
+    scratch = {k: torch.zeros((problems, n), dtype=torch.int32) for k, n in sizes.items()}
+    ref_ids = torch.zeros((problems, 2, 8), dtype=torch.int32)
+    plan = SimpleNamespace(tile_n=tile, offset=np.array([0, 5]), count=np.array([9, 7]))
+    state = SimpleNamespace(scratch=scratch, ref_ids=ref_ids, plan=plan)
+    launched = []
+    soak_fi = object.__new__(FlashInfer)
+    soak_fi._enqueue = SimpleNamespace(DeviceBuffers=enqueue.DeviceBuffers, SCALARS=enqueue.SCALARS,
+                                       enqueue=lambda *args: launched.append(args))
+    soak_fi.launch(state, p)
+    (buffers, offset, count), = launched
+    assert (offset, count, buffers.tile_n) == (5, 7, tile)
+    assert buffers.ids.data_ptr() == ref_ids[p].data_ptr()
+    for name, key in zip(enqueue.MetadataOutputs.NAMES, ("expanded", "cta_batch", "cta_limit", "permuted")):
+        assert getattr(buffers, name).data_ptr() == scratch[key][p].data_ptr(), name
+    assert buffers.scalars.data_ptr() == scratch["scalars"][p].data_ptr() and buffers.scalars.numel() == 2

@@ -15,6 +15,7 @@ import torch
 
 from kernel.layout import EXPERTS, MAX_CTAS, MAX_TILE, MAX_TOKENS, ROUTES, TOP_K
 from oracles.flashinfer_routing.dyn_block import (
+    _MESSAGE_CAPACITY,
     DEFAULT_POISON,
     DynBlockMetadata,
     FlashInferOracleError,
@@ -22,16 +23,14 @@ from oracles.flashinfer_routing.dyn_block import (
     load_library,
 )
 
-_MESSAGE_CAPACITY = 1024
 SCALARS = 2  # permuted_idx_size, num_non_exiting_ctas
 
 
 @dataclass(frozen=True)
-class DeviceBuffers:
-    """Device int32 tensors of one launch: the ids it reads [b, 8] and the outputs it writes, sized as the
-    oracle entry's (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * tile_n, SCALARS)."""
+class MetadataOutputs:
+    """FlashInfer's routing metadata outputs on a device, the buffers its dyn-block kernel and its fused routing
+    both write: int32, sized as the oracle entry's (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * tile_n, SCALARS)."""
 
-    ids: torch.Tensor
     expanded_to_permuted: torch.Tensor
     cta_batch: torch.Tensor
     cta_limit: torch.Tensor
@@ -39,20 +38,54 @@ class DeviceBuffers:
     scalars: torch.Tensor
     tile_n: int
 
-    def outputs(self):
-        return (self.expanded_to_permuted, self.cta_batch, self.cta_limit, self.permuted_to_token, self.scalars)
+    NAMES = ("expanded_to_permuted", "cta_batch", "cta_limit", "permuted_to_token", "scalars")
 
-    def poison(self, value=DEFAULT_POISON):
+    @staticmethod
+    def sizes(tile_n):
+        return (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * tile_n, SCALARS)
+
+    @classmethod
+    def allocate(cls, device, tile_n):
+        """The outputs' tensors on ``device``, as keyword arguments of a MetadataOutputs (tile_n included)."""
+        return {**{name: torch.empty(n, dtype=torch.int32, device=device)
+                   for name, n in zip(cls.NAMES, cls.sizes(tile_n))}, "tile_n": tile_n}
+
+    def outputs(self):
+        return tuple(getattr(self, name) for name in self.NAMES)
+
+    def poison_outputs(self, value):
         for out in self.outputs():
             out.fill_(value)
+
+    def check_outputs(self, device):
+        """Raise ValueError naming the first output that is no contiguous int32 tensor of its size on ``device``."""
+        for name, out, size in zip(self.NAMES, self.outputs(), self.sizes(self.tile_n)):
+            if not isinstance(out, torch.Tensor) or out.dtype != torch.int32 or out.dim() != 1 \
+                    or out.numel() != size or not out.is_contiguous() or out.device != device:
+                raise ValueError(f"buffers.{name} must be a contiguous int32 tensor of {size} elements on {device}")
+
+    def read_metadata(self, poison):
+        """The outputs as a DynBlockMetadata (copies to the host; synchronizes)."""
+        e2p, batch, limit, p2t, scalars = (out.cpu().numpy() for out in self.outputs())
+        return DynBlockMetadata(batch, limit, p2t, e2p, int(scalars[0]), int(scalars[1]), self.tile_n, poison)
+
+
+@dataclass(frozen=True)
+class DeviceBuffers(MetadataOutputs):
+    """The dyn-block kernel's device tensors of one launch: the metadata outputs and the ids it reads
+    (int32 [b, 8])."""
+
+    ids: torch.Tensor
+
+    def poison(self, value=DEFAULT_POISON):
+        self.poison_outputs(value)
 
 
 def device_buffers(ids, tile_n, poison=DEFAULT_POISON):
     """DeviceBuffers reading ``ids`` (int32 [b, 8] on a CUDA device) with outputs on its device, poisoned."""
     _check_ids_tensor(ids)
     tile = _check_int("tile_n", tile_n, 1, MAX_TILE)
-    sizes = (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * tile, SCALARS)
-    buffers = DeviceBuffers(ids, *(torch.empty(n, dtype=torch.int32, device=ids.device) for n in sizes), tile)
+    buffers = DeviceBuffers(ids=ids, **MetadataOutputs.allocate(ids.device, tile))
     buffers.poison(poison)
     return buffers
 
@@ -79,13 +112,7 @@ def _check_buffers(buffers):
     if not isinstance(buffers, DeviceBuffers):
         raise ValueError(f"buffers must be a DeviceBuffers (see device_buffers), got {type(buffers).__name__}")
     _check_ids_tensor(buffers.ids)
-    sizes = (ROUTES, MAX_CTAS, MAX_CTAS, MAX_CTAS * buffers.tile_n, SCALARS)
-    names = ("expanded_to_permuted", "cta_batch", "cta_limit", "permuted_to_token", "scalars")
-    for name, out, size in zip(names, buffers.outputs(), sizes):
-        if not isinstance(out, torch.Tensor) or out.dtype != torch.int32 or out.dim() != 1 \
-                or out.numel() != size or not out.is_contiguous() or out.device != buffers.ids.device:
-            raise ValueError(f"buffers.{name} must be a contiguous int32 tensor of {size} elements on "
-                             f"{buffers.ids.device}")
+    buffers.check_outputs(buffers.ids.device)
     if buffers.ids.device.index != torch.cuda.current_device():
         raise ValueError(f"buffers must be on the current CUDA device (cuda:{torch.cuda.current_device()}), "
                          f"got {buffers.ids.device}")
@@ -114,6 +141,4 @@ def enqueue(buffers, local_expert_offset, num_local_experts, use_pdl=False, stre
 def read_back(buffers, poison=DEFAULT_POISON):
     """The buffers' contents as a DynBlockMetadata (copies to the host; synchronizes)."""
     _check_buffers(buffers)
-    host = [out.cpu().numpy() for out in buffers.outputs()]
-    return DynBlockMetadata(host[1], host[2], host[3], host[0], int(host[4][0]), int(host[4][1]),
-                            buffers.tile_n, poison)
+    return buffers.read_metadata(poison)

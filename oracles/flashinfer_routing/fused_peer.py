@@ -18,17 +18,17 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from kernel.layout import EXPERTS, MAX_CTAS, MAX_TILE, MAX_TOKENS, ROUTES, TOP_K
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K
 from oracles.flashinfer_routing import build
 from oracles.flashinfer_routing.dyn_block import (
+    _MESSAGE_CAPACITY,
     DEFAULT_POISON,
     DynBlockMetadata,
     FlashInferOracleError,
     _check_int,
 )
+from oracles.flashinfer_routing.enqueue import MetadataOutputs
 
-_MESSAGE_CAPACITY = 1024
-SCALARS = 2  # permuted_idx_size, num_non_exiting_ctas
 # FlashInfer's BlockKernelMaxNumTokens: up to this many tokens run() launches the static block kernel.
 BLOCK_KERNEL_MAX_TOKENS = 4
 KERNELS = {1: "routingIndicesBlockKernel", 2: "routingIndicesDynBlockKernel"}
@@ -45,10 +45,10 @@ def expected_kernel(b):
 
 
 @dataclass(frozen=True)
-class PeerBuffers:
-    """Device tensors of one launch: the inputs it reads (FP32 logits [b, 256], bias [256]), its outputs
-    (FP32 weights, int16 ids [b, 8]; the metadata sized as the oracle entry's: ROUTES, MAX_CTAS, MAX_CTAS,
-    MAX_CTAS * tile_n, SCALARS) and the runner's scratch (top-K packed [b, 8], expert counts)."""
+class PeerBuffers(MetadataOutputs):
+    """Device tensors of one launch: the metadata outputs, the inputs it reads (FP32 logits [b, 256], bias
+    [256]), its other outputs (FP32 weights, int16 ids [b, 8]) and the runner's scratch (top-K packed [b, 8],
+    expert counts)."""
 
     logits: torch.Tensor
     bias: torch.Tensor
@@ -56,20 +56,10 @@ class PeerBuffers:
     ids: torch.Tensor
     topk_packed: torch.Tensor
     expert_counts: torch.Tensor
-    expanded_to_permuted: torch.Tensor
-    cta_batch: torch.Tensor
-    cta_limit: torch.Tensor
-    permuted_to_token: torch.Tensor
-    scalars: torch.Tensor
-    tile_n: int
-
-    def metadata(self):
-        return (self.expanded_to_permuted, self.cta_batch, self.cta_limit, self.permuted_to_token, self.scalars)
 
     def poison(self, value=DEFAULT_POISON):
         """Poison every output: metadata with ``value``, ids with IDS_POISON, weights with a NaN pattern."""
-        for out in self.metadata():
-            out.fill_(value)
+        self.poison_outputs(value)
         self.ids.fill_(IDS_POISON)
         self.weights.view(torch.int32).fill_(WEIGHT_POISON_BITS)
 
@@ -115,9 +105,9 @@ def peer_buffers(logits, bias, tile_n, poison=DEFAULT_POISON):
     _check_float_tensor("bias", bias, (EXPERTS,), logits.device)
     tile = _check_tile(tile_n)
     new = lambda n, dtype=torch.int32: torch.empty(n, dtype=dtype, device=logits.device)  # noqa: E731
-    buffers = PeerBuffers(logits, bias, new((b, TOP_K), torch.float32), new((b, TOP_K), torch.int16),
-                          new((b, TOP_K)), new(EXPERT_COUNTS), new(ROUTES), new(MAX_CTAS), new(MAX_CTAS),
-                          new(MAX_CTAS * tile), new(SCALARS), tile)
+    buffers = PeerBuffers(logits=logits, bias=bias, weights=new((b, TOP_K), torch.float32),
+                          ids=new((b, TOP_K), torch.int16), topk_packed=new((b, TOP_K)),
+                          expert_counts=new(EXPERT_COUNTS), **MetadataOutputs.allocate(logits.device, tile))
     buffers.poison(_check_int("poison", poison, -(2**31), -2))
     return buffers
 
@@ -131,14 +121,13 @@ def _check_buffers(buffers):
     _check_float_tensor("buffers.weights", buffers.weights, (b, TOP_K), device)
     _check_tile(buffers.tile_n)
     ints = (("ids", (b, TOP_K), torch.int16), ("topk_packed", (b, TOP_K), torch.int32),
-            ("expert_counts", (EXPERT_COUNTS,), torch.int32), ("expanded_to_permuted", (ROUTES,), torch.int32),
-            ("cta_batch", (MAX_CTAS,), torch.int32), ("cta_limit", (MAX_CTAS,), torch.int32),
-            ("permuted_to_token", (MAX_CTAS * buffers.tile_n,), torch.int32), ("scalars", (SCALARS,), torch.int32))
+            ("expert_counts", (EXPERT_COUNTS,), torch.int32))
     for name, shape, dtype in ints:
         out = getattr(buffers, name)
         if not isinstance(out, torch.Tensor) or out.dtype != dtype or tuple(out.shape) != shape \
                 or not out.is_contiguous() or out.device != device:
             raise ValueError(f"buffers.{name} must be a contiguous {dtype} tensor of shape {list(shape)} on {device}")
+    buffers.check_outputs(device)
     if device.index != torch.cuda.current_device():
         raise ValueError(f"buffers must be on the current CUDA device (cuda:{torch.cuda.current_device()}), "
                          f"got {device}")
@@ -180,7 +169,7 @@ def enqueue(buffers, scale, local_expert_offset, num_local_experts, use_pdl=True
     stream = torch.cuda.current_stream() if stream is None else stream
     message = ctypes.create_string_buffer(_MESSAGE_CAPACITY)
     kernel = ctypes.c_int32(0)
-    pointers = (buffers.weights, buffers.ids, buffers.topk_packed, buffers.expert_counts, *buffers.metadata())
+    pointers = (buffers.weights, buffers.ids, buffers.topk_packed, buffers.expert_counts, *buffers.outputs())
     status = load_library().fi_fused_routing_enqueue(
         buffers.logits.data_ptr(), buffers.bias.data_ptr(), b, EXPERTS, TOP_K, scale, offset, num_local,
         buffers.tile_n, *(t.data_ptr() for t in pointers), stream.cuda_stream, int(use_pdl), ctypes.byref(kernel),
@@ -194,7 +183,5 @@ def enqueue(buffers, scale, local_expert_offset, num_local_experts, use_pdl=True
 def read_back(buffers, poison=DEFAULT_POISON):
     """The buffers' outputs as PeerOutputs (copies to the host; synchronizes)."""
     _check_buffers(buffers)
-    host = [out.cpu().numpy() for out in buffers.metadata()]
-    metadata = DynBlockMetadata(host[1], host[2], host[3], host[0], int(host[4][0]), int(host[4][1]),
-                                buffers.tile_n, poison)
-    return PeerOutputs(buffers.ids.cpu().numpy().astype(np.int32), buffers.weights.cpu().numpy(), metadata)
+    return PeerOutputs(buffers.ids.cpu().numpy().astype(np.int32), buffers.weights.cpu().numpy(),
+                       buffers.read_metadata(poison))

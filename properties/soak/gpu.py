@@ -175,9 +175,10 @@ class FlashInfer(_Graphed):
 
     def launch(self, state, p):
         plan, out = state.plan, state.scratch
-        buffers = self._enqueue.DeviceBuffers(state.ref_ids[p], out["expanded"][p], out["cta_batch"][p],
-                                              out["cta_limit"][p], out["permuted"][p],
-                                              out["scalars"][p, :self._enqueue.SCALARS], plan.tile_n)
+        buffers = self._enqueue.DeviceBuffers(
+            ids=state.ref_ids[p], expanded_to_permuted=out["expanded"][p], cta_batch=out["cta_batch"][p],
+            cta_limit=out["cta_limit"][p], permuted_to_token=out["permuted"][p],
+            scalars=out["scalars"][p, :self._enqueue.SCALARS], tile_n=plan.tile_n)
         self._enqueue.enqueue(buffers, int(plan.offset[p]), int(plan.count[p]))
 
     def outputs(self, state):
