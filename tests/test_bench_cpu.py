@@ -318,3 +318,25 @@ def test_an_eager_figure_is_the_median_of_its_repeated_means(monkeypatch):
     assert len(made) == 1 + timing.EAGER_REPEATS * 7
     assert len(entry["means_us"]) == timing.EAGER_REPEATS and entry["calls"] == 7
     assert entry["mean_us"] == sorted(entry["means_us"])[timing.EAGER_REPEATS // 2]
+
+
+def test_time_verify_times_the_gates_recipe_and_writes_its_record(tmp_path, monkeypatch):
+    """--time-verify with the two steps replaced: the record carries the gate's verdict, both exit codes, the
+    machine it ran on and the commit."""
+    calls = []
+
+    def fake_call(step, cwd):
+        calls.append(step)
+        if "properties.tools.gate" in step:
+            reports = Path(step[step.index("--reports") + 1])
+            (reports / "verify.json").write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds": 3.0}))
+        return 0
+
+    monkeypatch.setattr(harness.subprocess, "call", fake_call)
+    monkeypatch.setattr(harness, "cpu_model_rate", lambda seconds: {"b=1": {"cases_per_s": 1.0}})
+    out = tmp_path / "record.json"
+    assert harness.time_verify(out) == 0
+    record = json.loads(out.read_text())
+    assert [step[2] for step in calls] == ["oracles.flashinfer_routing", "properties.tools.gate"]
+    assert (record["verdict"], record["exit_codes"], record["seconds_pytest"]) == ("PASS", [0, 0], 3.0)
+    assert "cores, load average at start" in record["machine"] and record["commit"]

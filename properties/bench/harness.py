@@ -89,7 +89,7 @@ def time_verify(out_path):
     steps = [[sys.executable, "-m", "oracles.flashinfer_routing"]]
     with tempfile.TemporaryDirectory() as reports:
         steps.append([sys.executable, "-m", "properties.tools.gate", "--reports", reports])
-        host = host()
+        machine = host()
         start, codes = time.perf_counter(), []
         for step in steps:
             codes.append(subprocess.call(step, cwd=REPO_ROOT))
@@ -97,7 +97,7 @@ def time_verify(out_path):
         summary = json.loads((Path(reports) / "verify.json").read_text())
     record = {"tier": summary["tier"], "verdict": summary["verdict"], "seconds_total": round(seconds, 1),
               "seconds_pytest": summary["seconds"], "exit_codes": codes, "commands": [" ".join(s) for s in steps],
-              "machine": f"{host['cpu']}, {host['cores']} cores, load average at start {host['load_average']}",
+              "machine": f"{machine['cpu']}, {machine['cores']} cores, load average at start {machine['load_average']}",
               "note": "the CPU may be shared with other processes; the load average says how busy it was",
               "commit": commit(), "date": utc_now()}
     record["cpu_model"] = cpu_model_rate(2.0)
