@@ -25,7 +25,7 @@ from cutlass.memory import SmemAllocator
 from kernel import contract
 from kernel.layout import (
     EXPERTS,
-    MAX_CTAS,
+    EXPERTS_PER_LANE,
     MAX_TILE,
     MAX_TOKENS,
     META_CTA_BATCH,
@@ -34,8 +34,8 @@ from kernel.layout import (
     META_NUM_CTAS,
     META_PADDED_TOKENS,
     META_PERMUTED_TO_TOKEN,
-    ROUTES,
     TOP_K,
+    WARP,
     metadata_size,
 )
 from kernel.network import SORT8
@@ -54,16 +54,14 @@ from kernel.primitives import (
 )
 
 __all__ = [
-    "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "ROUTES", "MAX_TILE",
-    "MAX_CTAS", "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
+    "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "MAX_TILE",
+    "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
     "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "route", "compile_routing", "compiled_routing",
     "prepare", "compile_artifacts",
 ]
 
-WARP = 32
 WARPS = MAX_TOKENS
 THREADS = WARPS * WARP
-EXPERTS_PER_LANE = EXPERTS // WARP
 # Thread e < num_local_experts builds local expert e's metadata.
 assert THREADS == EXPERTS
 
@@ -136,7 +134,7 @@ def _sorted_words(corrected, address):
     return words
 
 
-def _top_k(words, lane):
+def _top_k(words):
     """TOP_K rounds of the warp-wide argmax over the lanes' head words; every lane gets every pick's score
     address (the low half of the winner's head).
 
@@ -194,7 +192,7 @@ def _pick_row(mLogits, mIds, sScores, bias, row, lane):
     corrected = [add_f32(s, b) for s, b in zip(scores, bias)]
     region = sScores.iterator.toint() + row * (EXPERTS * WORD_BYTES)
     _store_scores(region + first * WORD_BYTES, scores)
-    addresses = _top_k(_sorted_words(corrected, region + first * WORD_BYTES), lane)
+    addresses = _top_k(_sorted_words(corrected, region + first * WORD_BYTES))
     # The shuffles synchronise the warp; this orders the other lanes' score stores before any load.
     cute.arch.sync_warp()
     mine = lane % TOP_K
@@ -295,7 +293,7 @@ class _Routing:
         word = sRoutes[e]
         tokens = Uint32(word) & Uint32(TOKEN_FLAGS)
         count = Int32(cute.arch.popc(tokens))
-        ctas = _select(count > 0, (cta_table >> ((count - 1) * NIBBLE)) & 0xF, Int32(0))
+        ctas = _select(count > 0, (cta_table >> ((count - 1) * contract.CTA_NIBBLE)) & 0xF, Int32(0))
         below = cute.arch.lanemask_lt()
         scan = Int32(0)
         earlier = Int32(0)
@@ -334,7 +332,7 @@ class _Routing:
             for i in cutlass.range(count):
                 flag = Int32(cute.arch.bfind(rest & (Uint32(0) - rest)))
                 token = flag >> NIBBLE_SHIFT
-                pick = (word >> (flag - (NIBBLE - 1))) & SLOT_MASK
+                pick = (word >> (flag - (NIBBLE - 1))) & (TOP_K - 1)
                 mMeta[META_PERMUTED_TO_TOKEN + first_row + i] = token
                 mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + i
                 rest = rest & (rest - 1)
@@ -453,27 +451,31 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
                              num_local_experts, tile_n)
     call = _checked.get(key)
     if call is not None:
-        _launch(call, logits, bias, ids, weights)
+        _launch(call, logits, bias, ids, weights, metadata)
         return
     contract.check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                              num_local_experts, tile_n)
     with_metadata = metadata is not None
     if (with_metadata, renormalize, logits.device.index) not in _launched_on:
         _refuse_during_capture()
-    tail = (metadata, int(local_expert_offset), int(num_local_experts), int(tile_n),
-            contract.cta_table(int(tile_n))) if with_metadata else ()
-    call = (compiled_routing(with_metadata, renormalize), contract.scale_f32(scale), tail, logits.device.index)
-    _launch(call, logits, bias, ids, weights)
+    # No tensor in the cache: it would keep the caller's buffers alive.
+    metadata_scalars = (int(local_expert_offset), int(num_local_experts), int(tile_n),
+                        contract.cta_table(int(tile_n))) if with_metadata else ()
+    call = (compiled_routing(with_metadata, renormalize), contract.scale_f32(scale), metadata_scalars,
+            logits.device.index)
+    _launch(call, logits, bias, ids, weights, metadata)
     _launched_on.add((with_metadata, renormalize, logits.device.index))
     _checked.add(key, call)
 
 
-def _launch(call, logits, bias, ids, weights):
-    """Launch a checked call (compiled variant, float32 scale, metadata arguments, device index)."""
-    fn, scale32, tail, device = call
+def _launch(call, logits, bias, ids, weights, metadata):
+    """Launch a checked call (compiled variant, float32 scale, metadata scalars, device index)."""
+    fn, scale32, metadata_scalars, device = call
+    args = (logits, bias, ids, weights, scale32) if metadata is None else \
+        (logits, bias, ids, weights, scale32, metadata, *metadata_scalars)
     # The launch goes to the current device's context; the stream is that of the logits' device.
     if device == torch.cuda.current_device():
-        fn(logits, bias, ids, weights, scale32, *tail)
+        fn(*args)
     else:
         with torch.cuda.device(device):
-            fn(logits, bias, ids, weights, scale32, *tail)
+            fn(*args)

@@ -214,3 +214,22 @@ def test_a_signature_tells_apart_everything_the_checks_read():
 
 def test_a_scale_beyond_every_float_is_named():
     rejects("scale", valid(scale=10**400), "finite")
+
+
+def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_callers(monkeypatch):
+    """route with the checks passed and the launch recorded: the cached entry keeps no tensor (it would keep the
+    caller's buffers alive), and a repeated call launches with the tensors it was given, not earlier ones."""
+    launched = []
+    monkeypatch.setattr(routing, "_checked", contract.CheckedCalls())
+    monkeypatch.setattr(routing.contract, "check_arguments", lambda *args: None)
+    monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize: lambda *a: launched.append(a))
+    monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
+    args = valid()
+    routing.route(**args)
+    entries = list(routing._checked._entries.values())
+    assert len(entries) == 1 and not any(isinstance(x, torch.Tensor) for x in torch.utils._pytree.tree_leaves(entries))
+    again = {**args, "metadata": args["metadata"][:], "ids": args["ids"][:]}
+    routing.route(**again)
+    assert len(routing._checked._entries) == 1 and len(launched) == 2
+    assert launched[1][5] is again["metadata"] and launched[1][2] is again["ids"]
+    assert launched[1][6:9] == (args["local_expert_offset"], args["num_local_experts"], args["tile_n"])
