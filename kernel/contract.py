@@ -3,7 +3,8 @@
 ``check_arguments`` raises ValueError naming the first argument outside route's contract, before anything is
 written. A call whose signature (each tensor's address, shape, strides, dtype and device; every scalar with
 its type) equals one that passed is valid too, since the checks read nothing else: ``CheckedCalls`` keeps
-those signatures so a repeated call skips the checks.
+those signatures so a repeated call skips the checks. ``scale_f32`` and ``cta_table`` turn checked arguments
+into the launch's own (the float32 scale; the CTA counts per token count without a division).
 """
 
 import functools

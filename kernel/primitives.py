@@ -1,10 +1,12 @@
-"""Hardware primitives of the routing kernel: one small function per PTX instruction, as inline assembly.
+"""Hardware primitives of the routing kernel: one small function per PTX instruction (a compare-exchange: its
+three), as inline assembly.
 
 Float arithmetic goes through inline assembly so that neither LLVM nor NVVM can contract, reassociate or
 rewrite it (the DSL's own ``x * 2.0`` comes out as ``add.f32``): each function below emits exactly the
 instruction Triton 3.6.0 emits for the same expression. Float asm is pure (no side effects): only its data
 dependencies order it, which fixes every result bit. The global loads and stores order memory around
-``griddepcontrol.wait``, so they are volatile and clobber memory.
+``griddepcontrol.wait`` and the shared ones around the warp's and the block's barriers, so they are volatile
+and clobber memory.
 
 An operand is either a DSL value (a register) or an ``Imm``, which is printed into the instruction as a
 PTX float literal, as Triton prints its constants.

@@ -4,6 +4,7 @@ build makes FlashInfer's fused routing from logits, the benchmark's peer (``fuse
 
 from oracles.flashinfer_routing.dyn_block import (
     DEFAULT_POISON,
+    WEIGHT_POISON_BITS,
     DynBlockMetadata,
     FlashInferOracleError,
     dyn_block_metadata,
@@ -11,5 +12,5 @@ from oracles.flashinfer_routing.dyn_block import (
     to_meta,
 )
 
-__all__ = ["DEFAULT_POISON", "DynBlockMetadata", "FlashInferOracleError", "dyn_block_metadata",
-           "load_library", "to_meta"]
+__all__ = ["DEFAULT_POISON", "WEIGHT_POISON_BITS", "DynBlockMetadata", "FlashInferOracleError",
+           "dyn_block_metadata", "load_library", "to_meta"]

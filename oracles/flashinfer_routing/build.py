@@ -56,10 +56,9 @@ DYN_BLOCK = Library("libfi_dyn_block", (HERE / "dyn_block_oracle.cu",), (HERE / 
 FUSED_PEER = Library("libfi_fused_routing", (HERE / "fused_peer.cu", HERE / "fused_peer_kernels.cu"),
                      (HERE / "fused_peer_narrow.cuh", HERE / "selected_instance.cuh"))
 LIBRARIES = (DYN_BLOCK, FUSED_PEER)
-# The oracle's library, by the names the rest of the harness (and its tests' monkeypatching) use.
+# The libraries' paths and the oracle's source, by the names the rest of the harness uses.
 SOURCE = DYN_BLOCK.sources[0]
 LIBRARY = DYN_BLOCK.path
-STAMP = DYN_BLOCK.stamp
 FUSED_LIBRARY = FUSED_PEER.path
 
 FLASHINFER_DIST = "flashinfer-python"

@@ -30,6 +30,8 @@ from oracles.flashinfer_routing import build
 _INT32_MIN = -(2**31)
 # Every value FlashInfer writes is >= -1, so a poison below -1 tells unwritten elements apart.
 DEFAULT_POISON = -0x5A5A5A5B
+# A NaN no float operation produces (the H200 writes every NaN it computes as 0x7FFFFFFF): weights' poison.
+WEIGHT_POISON_BITS = 0x7FBADBAD
 _MESSAGE_CAPACITY = 1024
 _I32P = ctypes.POINTER(ctypes.c_int32)
 

@@ -23,6 +23,7 @@ from oracles.flashinfer_routing import build
 from oracles.flashinfer_routing.dyn_block import (
     _MESSAGE_CAPACITY,
     DEFAULT_POISON,
+    WEIGHT_POISON_BITS,
     DynBlockMetadata,
     FlashInferOracleError,
     _check_int,
@@ -36,7 +37,6 @@ KERNELS = {1: "routingIndicesBlockKernel", 2: "routingIndicesDynBlockKernel"}
 EXPERT_COUNTS = max(2 * EXPERTS, 512)
 # Ids are int16 (the routing-replay output): a poison no expert id takes.
 IDS_POISON = -0x5A5B
-WEIGHT_POISON_BITS = 0x7FBADBAD
 
 
 def expected_kernel(b):

@@ -61,7 +61,8 @@ def route(logits, bias, scale, renormalize=True):
 
 
 def route_rows(logits, bias, scale, renormalize):
-    """``route`` without argument checks, on NumPy arrays or torch tensors (any device), row by row.
+    """``route`` without argument checks, on NumPy arrays or torch tensors (any device), for n rows at once,
+    each with its own bias, scale and renormalize where those are given per row.
 
     logits float32 [n, 256]; bias float32 [256] or [n, 256] (one per row); scale float32 [] or [n];
     renormalize a bool or a bool array [n]. Returns (ids int32 [n, 8], weights float32 [n, 8]) of the

@@ -28,6 +28,7 @@ import torch
 
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TOKENS
+from oracles.flashinfer_routing import build
 from oracles.provenance import REPO_ROOT, commit, gpu, host, nvidia_smi, utc_now, version
 from properties.bench import report
 from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
@@ -58,8 +59,8 @@ def provenance():
     prov = gpu()
     prov.update({"nvidia-cutlass-dsl": version("nvidia-cutlass-dsl") or "not installed",
                  "flashinfer": f"flashinfer-python {version('flashinfer-python') or 'not installed'} at run time; "
-                               "libraries build/flashinfer_oracle/libfi_dyn_block.so and libfi_fused_routing.so "
-                               "from 0.7.2.post1 sources",
+                               f"libraries build/flashinfer_oracle/{build.LIBRARY.name} and "
+                               f"{build.FUSED_LIBRARY.name} from {build.FLASHINFER_VERSION} sources",
                  "clocks": {"before": clocks()}, "host": host(), "commit": commit(), "date": utc_now()})
     return prov
 

@@ -19,7 +19,7 @@ from kernel.layout import EXPERTS, TOP_K
 from oracles.flashinfer_routing import to_meta
 from oracles.flashinfer_routing import fused_peer
 from oracles.flashinfer_routing.enqueue import device_buffers, enqueue, read_back
-from oracles.triton_routing import fused_musespark1x_routing
+from oracles.triton_routing import ROUTER_SCORE_DIVISION_EPS, fused_musespark1x_routing
 from properties.engine import device
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import describe, disagreements
@@ -28,7 +28,6 @@ from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_
 
 SEED = 0xBE7C4
 SCALE = 2.5
-EPS = 1e-15
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,7 @@ class Problem:
         s = torch.sigmoid(self.logits)
         picked = torch.topk(s + self.bias, TOP_K, dim=1).indices
         w = torch.gather(s, 1, picked)
-        self.torch_weights.copy_(w * (SCALE / (w.sum(dim=1, keepdim=True) + EPS)))
+        self.torch_weights.copy_(w * (SCALE / (w.sum(dim=1, keepdim=True) + ROUTER_SCORE_DIVISION_EPS)))
         self.torch_ids.copy_(picked)
 
     def launcher(self, name):

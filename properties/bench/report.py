@@ -7,6 +7,8 @@ import math
 import re
 import statistics
 
+from kernel.layout import MAX_TOKENS
+
 SCHEMA = "kernel.bench/1"
 
 # (name, what one launch does). Order is the table's column order.
@@ -63,8 +65,8 @@ def check_schema(results):
     if missing:
         raise ValueError(f"results provenance lacks {missing}")
     bs = results["config"].get("bs")
-    if not bs or not all(isinstance(b, int) and 1 <= b <= 8 for b in bs):
-        raise ValueError(f"results config.bs must list token counts in 1..8, got {bs!r}")
+    if not bs or not all(isinstance(b, int) and 1 <= b <= MAX_TOKENS for b in bs):
+        raise ValueError(f"results config.bs must list token counts in 1..{MAX_TOKENS}, got {bs!r}")
     for mode in MODES:
         for name in file_variants(results):
             per_b = results[mode].get(name)

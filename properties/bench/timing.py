@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 from kernel import contract, routing
-from oracles.flashinfer_routing import build
+from oracles.flashinfer_routing import build, fused_peer
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
 from properties.bench.problem import SCALE
@@ -212,8 +212,9 @@ def resources(rec, problem):
             launch(problem.logits, problem.bias, problem.triton_weights, problem.triton_ids, SCALE, True).asm["cubin"]))
     out["flashinfer"] = rec.attempt("resources flashinfer", lambda: _flashinfer_resources(build.LIBRARY,
                                                                                         "DynBlockKernel"))
-    for kernel, label in (("routingIndicesBlockKernel", "block kernel, b <= 4"),
-                          ("routingIndicesDynBlockKernel", "dyn-block kernel, b 5..16")):
+    block, dyn_block = fused_peer.KERNELS.values()
+    for kernel, label in ((block, f"block kernel, b <= {fused_peer.BLOCK_KERNEL_MAX_TOKENS}"),
+                          (dyn_block, f"dyn-block kernel, b {fused_peer.BLOCK_KERNEL_MAX_TOKENS + 1}..16")):
         out[f"flashinfer_fused ({label})"] = rec.attempt(
             f"resources flashinfer_fused {kernel}", lambda k=kernel: _flashinfer_resources(build.FUSED_LIBRARY, k))
     return out

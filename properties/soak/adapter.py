@@ -7,12 +7,6 @@ from kernel.layout import (
     MAX_CTAS,
     MAX_TILE,
     MAX_TOKENS,
-    META_CTA_BATCH,
-    META_CTA_LIMIT,
-    META_EXPANDED_TO_PERMUTED,
-    META_NUM_CTAS,
-    META_PADDED_TOKENS,
-    META_PERMUTED_TO_TOKEN,
     ROUTES,
     TOP_K,
     metadata_size,
@@ -25,7 +19,6 @@ from properties.engine import casefile
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
-from properties.floats import f32
 from properties.strategies import (
     DENSITIES,
     DIV_FULL_SCALING_INNER,
@@ -47,11 +40,6 @@ def save_case(directory, name, case, outputs, found, origin):
     """Write a case file (casefile format) to ``directory/name``; returns its path."""
     record = casefile.CaseFile(case, outputs, casefile.recording(outputs), origin, found)
     return casefile.write(directory / name, record)
-
-
-def read_case(path):
-    """The CaseFile at ``path``."""
-    return casefile.read(path)
 
 
 def environment():
