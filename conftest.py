@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from pathlib import Path
 
 from properties.tools.gpu_groups import pin_worker
 
@@ -14,7 +15,7 @@ from hypothesis import settings
 from oracles.fpenv import assert_subnormals_kept
 from oracles.provenance import cuda_reason
 from properties.tools import profiles
-from properties.tools.gate import GPU_NOT_RUN, named_skip
+from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 
 # A library built with -ffast-math can switch FTZ/DAZ on for the whole process; every float comparison
 # against the hardware would then be wrong. Checked before any test is collected.
@@ -38,12 +39,16 @@ GROUPS = (
     ("tests/test_kernel_", "cute kernel"),
     ("tests/test_cross_oracles", "cross-oracle"),
     ("tests/test_properties_", "properties"),
+    ("tests/test_invariants", "properties"),
+    ("tests/test_soak", "soak"),
     ("tests/test_corpus", "corpus replay"),
     ("tests/test_casefile", "corpus replay"),
     ("tests/test_mutants", "mutants"),
+    ("tests/test_harness_mutants", "mutants"),
     ("tests/test_bundle", "gpu bundle"),
     ("tests/test_gate", "gate"),
     ("tests/test_product", "gate"),
+    ("tests/test_gpu_groups", "gate"),
     ("tests/test_bench", "benchmark"),
     ("tests/test_layers", "layering"),
 )
@@ -53,6 +58,12 @@ _gate = {}
 def group_of(nodeid):
     """The harness part a test belongs to (its file's prefix in GROUPS), else "other"."""
     return next((name for prefix, name in GROUPS if nodeid.startswith(prefix)), "other")
+
+
+def _group(nodeid):
+    """The gate's counts for the part ``nodeid`` belongs to."""
+    return _gate.setdefault(group_of(nodeid), {"passed": 0, "failed": 0, "skipped": 0, "cases": 0, "seconds": 0.0,
+                                               "skip_reasons": {}, "failures": []})
 
 
 @pytest.fixture
@@ -120,8 +131,7 @@ def pytest_runtest_logreport(report):
     """Counts in the controlling process too: under xdist it receives every worker's reports."""
     _note_progress(report)
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        g = _gate.setdefault(group_of(report.nodeid), {"passed": 0, "failed": 0, "skipped": 0, "cases": 0,
-                                                       "seconds": 0.0, "skip_reasons": {}, "failures": []})
+        g = _group(report.nodeid)
         g["seconds"] += report.duration
         g["cases"] += sum(v for k, v in report.user_properties if k == "cases")
         if report.skipped:
@@ -136,13 +146,15 @@ def pytest_runtest_logreport(report):
             g["passed"] += 1
 
 
-def _write_whole(path, record):
-    """Write JSON ``record`` to ``path`` through a temporary file, so that a reader sees all of it or nothing."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    partial = f"{path}.partial"
-    with open(partial, "w") as f:
-        json.dump(record, f, indent=1)
-    os.replace(partial, path)
+def pytest_collectreport(report):
+    """A module skipped at collection (``pytest.skip(allow_module_level=True)``, ``importorskip``) counts as a
+    skip of its file, named or unnamed like any other, so the gate cannot pass it silently."""
+    if report.skipped:
+        reason = _skip_reason(report)
+        _count_skip(report, reason)
+        g = _group(report.nodeid)
+        g["skipped"] += 1
+        g["skip_reasons"][reason] = g["skip_reasons"].get(reason, 0) + 1
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -151,9 +163,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     path = config.getoption("--gate-report")
     gpu_not_run = _session["named"].get(GPU_NOT_RUN, 0)
     if path:
-        _write_whole(path, {"exitstatus": int(exitstatus), "groups": _gate, "gpu_checks_not_run": gpu_not_run,
-                            "named_skips": _session["named"], "unnamed_skips": _session["unnamed"],
-                            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        record = {"exitstatus": int(exitstatus), "groups": _gate, "gpu_checks_not_run": gpu_not_run,
+                  "named_skips": _session["named"], "unnamed_skips": _session["unnamed"],
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_whole(Path(path), json.dumps(record, indent=1))
     for name, n in _session["named"].items():
         terminalreporter.write_line(f"{n} tests skipped: {name} (not counted as passed)", yellow=True, bold=True)
     for skip in _session["unnamed"]:

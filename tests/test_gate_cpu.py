@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from oracles.flashinfer_routing import build as flashinfer_build
+from oracles.provenance import REPO_ROOT
 from properties.engine import implementations
 from properties.tools import gate
 
@@ -130,3 +131,17 @@ def test_gate_end_to_end_counts_named_gpu_skips_and_require_gpu_fails_on_them(tm
     required = _gate(["--require-gpu", "--", "-n", "0", GPU_FILE], tmp_path / "b", env)
     assert required.returncode == 1 and "GPU checks did not run" in required.stdout
     assert required.stdout.splitlines()[-1] == "verify: FAIL"
+
+
+def test_a_module_skipped_at_collection_is_counted_as_a_skip(tmp_path):
+    """A test file that skips itself while being collected shows in the gate report as an unnamed skip (which
+    fails the verdict), not as nothing: the project's conftest loaded as a plugin into a run of that file."""
+    test_file = tmp_path / "test_skips_itself.py"
+    test_file.write_text("import pytest\npytest.skip('no reason given', allow_module_level=True)\n")
+    report = tmp_path / "gate.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
+                    "--rootdir", str(tmp_path), "--gate-report", str(report), str(test_file)],
+                   cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    summary = json.loads(report.read_text())
+    assert [s["reason"] for s in summary["unnamed_skips"]] == ["no reason given"]

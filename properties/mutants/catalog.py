@@ -16,7 +16,7 @@ run and not counted, but their edits must still apply.
 import shutil
 from dataclasses import dataclass
 
-from properties.engine.casefile import REPO_ROOT
+from oracles.provenance import REPO_ROOT
 
 KERNEL_DIR = REPO_ROOT / "kernel"
 TARGETS = ("routing.py", "primitives.py")
@@ -52,7 +52,7 @@ def _mutant(name, description, kills, *edits, reason="", same_ptx=False):
 
 
 R, P = "routing.py", "primitives.py"
-BOTH = (STATIC, DIFFERENTIAL)
+BOTH = TIERS
 
 CATALOG = (
     # ---- float arithmetic: primitives.py emits one instruction per function

@@ -136,7 +136,7 @@ def _d(name, description, killers, change, files):
     return HarnessMutant(name, REGRESSION, description, killers, (), change, files)
 
 
-FIRST_GENERATOR = "all_equal"  # the generator of the first regression file with metadata (checked by the catalog)
+FIRST_GENERATOR = "all_equal"  # the generator of the first regression file with metadata (checked by a CPU test)
 REPLAYED = f"{CORPUS_T}test_every_recorded_output_equals_the_model[{FIRST_GENERATOR}]"
 
 CATALOG = (

@@ -22,9 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from oracles.provenance import utc_now
+from oracles.provenance import REPO_ROOT, utc_now
 from oracles.provenance import record as provenance_record
-from properties.engine.casefile import REPO_ROOT
 from properties.mutants import harness
 from properties.mutants.attribution import ENV as ATTRIBUTION_ENV
 from properties.mutants.catalog import MutantEditError

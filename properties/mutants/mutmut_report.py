@@ -17,8 +17,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from oracles.provenance import commit, utc_now
-from properties.engine.casefile import REPO_ROOT
+from oracles.provenance import REPO_ROOT, commit, utc_now
 from properties.mutants.harness_run import copy_tree
 
 REPORT = REPO_ROOT / "properties" / "results" / "mutmut-report.json"

@@ -18,9 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oracles.provenance import cuda_reason, utc_now
+from oracles.provenance import REPO_ROOT, cuda_reason, utc_now
 from properties.engine import casefile
-from properties.engine.casefile import REPO_ROOT
 from properties.mutants.catalog import CATALOG, DIFFERENTIAL, EQUIVALENT, STATIC, TIERS, check_catalog, materialise
 
 DEFAULT_REPORT = REPO_ROOT / "reports" / "mutants.json"
@@ -28,7 +27,6 @@ WORK_ROOT = REPO_ROOT / "build" / "mutants"
 PROBE = "properties.mutants.probe"
 PROBE_TIMEOUT_S = 900
 LOG_TAIL = 4000
-
 
 
 @dataclass

@@ -134,7 +134,7 @@ def gpu_count():
 
 def oracles_not_run():
     """On a GPU: name -> why, for each oracle or the kernel whose import or probe failed."""
-    if cuda_reason() is not None:
+    if cuda_reason() is not None:  # no import of the implementations (torch, Triton, the DSL) without CUDA
         return {}
     from properties.engine.implementations import failed_on_gpu
 
