@@ -131,16 +131,21 @@ def bench_problem(problem, cfg, rec):
 EAGER_REPEATS = 5  # the host is shared: each eager figure is the median of this many means
 
 
-def _mean_us(fn, calls):
-    started = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - started) / calls * 1e6
+def _means_us(fn, calls, finish=lambda: None):
+    """EAGER_REPEATS means, in µs per call, of ``calls`` calls of ``fn`` back to back, ``finish()`` (a device
+    synchronisation) timed after each run of them."""
+    means = []
+    for _ in range(EAGER_REPEATS):
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        finish()
+        means.append((time.perf_counter() - started) / calls * 1e6)
+    return means
 
 
-def _median_of_means_us(fn, calls):
-    means = sorted(_mean_us(fn, calls) for _ in range(EAGER_REPEATS))
-    return means[EAGER_REPEATS // 2]
+def _median(values):
+    return sorted(values)[len(values) // 2]
 
 
 def eager_us(run, calls):
@@ -148,14 +153,8 @@ def eager_us(run, calls):
     the median of EAGER_REPEATS such means (each of them kept)."""
     run()
     torch.cuda.synchronize()
-    means = []
-    for _ in range(EAGER_REPEATS):
-        started = time.perf_counter()
-        for _ in range(calls):
-            run()
-        torch.cuda.synchronize()
-        means.append((time.perf_counter() - started) / calls * 1e6)
-    return {"mean_us": sorted(means)[EAGER_REPEATS // 2], "means_us": means, "calls": calls}
+    means = _means_us(run, calls, torch.cuda.synchronize)
+    return {"mean_us": _median(means), "means_us": means, "calls": calls}
 
 
 def eager_parts(problem, calls):
@@ -170,11 +169,11 @@ def eager_parts(problem, calls):
     fn = routing.compiled_routing(True, renormalize)
     ffi_args = (logits, bias, ids, weights, contract.scale_f32(scale), metadata, offset, count, tile_n,
                 contract.cta_table(tile_n))
-    signature = _median_of_means_us(lambda: contract.signature(*args), calls)
-    lookup = _median_of_means_us(lambda: checked.get(contract.signature(*args)), calls) - signature
-    current = _median_of_means_us(torch.cuda.current_device, calls)
+    signature = _median(_means_us(lambda: contract.signature(*args), calls))
+    lookup = _median(_means_us(lambda: checked.get(contract.signature(*args)), calls)) - signature
+    current = _median(_means_us(torch.cuda.current_device, calls))
     torch.cuda.synchronize()
-    compiled = _median_of_means_us(lambda: fn(*ffi_args), calls)
+    compiled = _median(_means_us(lambda: fn(*ffi_args), calls))
     torch.cuda.synchronize()
     return {"signature_us": signature, "lookup_us": lookup, "current_device_us": current,
             "compiled_call_us": compiled, "calls": calls}
