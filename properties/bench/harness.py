@@ -14,7 +14,7 @@ from kernel.layout import EXPERTS
 from oracles.numpy_model import route as model_route
 from oracles.numpy_model import routing_metadata
 from oracles.provenance import REPO_ROOT, commit, host, utc_now
-from properties.bench.problem import SCALE, SEED
+from properties.bench.problem import SCALE, SEED, draw
 from properties.engine.cases import RoutingCase
 
 def _rate(fn, seconds):
@@ -30,8 +30,7 @@ def _rate(fn, seconds):
 
 def _case_pool(b, n=32):
     rng = np.random.default_rng(SEED ^ b)
-    return [(rng.normal(0, 2, (b, EXPERTS)).astype(np.float32), rng.normal(0, 0.5, EXPERTS).astype(np.float32))
-            for _ in range(n)]
+    return [draw(rng, b) for _ in range(n)]
 
 
 HARNESS_TILE = 8

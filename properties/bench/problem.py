@@ -56,11 +56,15 @@ class Config:
                 "logits": "normal(0, 2) float32", "bias": "normal(0, 0.5) float32"}
 
 
-def inputs(b, seed=SEED):
-    """Random logits [b, 256] and bias [256] from normal draws: no zeros, and for b = 1..8 at SEED the top 9
-    corrected scores of each row lie more than 1e-4 apart, so no rounding difference reorders them."""
-    rng = np.random.default_rng(seed + b)
+def draw(rng, b):
+    """Logits [b, 256] ~ normal(0, 2) and bias [256] ~ normal(0, 0.5), float32, from ``rng``."""
     return (rng.normal(0, 2, (b, EXPERTS)).astype(np.float32), rng.normal(0, 0.5, EXPERTS).astype(np.float32))
+
+
+def inputs(b, seed=SEED):
+    """The benchmark's inputs for b rows: no zeros, and for b = 1..8 at SEED the top 9 corrected scores of each
+    row lie more than 1e-4 apart, so no rounding difference reorders them."""
+    return draw(np.random.default_rng(seed + b), b)
 
 
 class Problem:
