@@ -33,6 +33,7 @@ import numpy as np
 from kernel.layout import EXPERTS, TOP_K, metadata_size
 from oracles import provenance
 from properties.engine.cases import FIELDS, Outputs, RoutingCase
+from properties.engine.implementations import REGISTRY
 from properties.engine.poison import METADATA_POISON
 from properties.floats import f32, f32_bits
 
@@ -45,8 +46,7 @@ SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
 _SHORT = 40  # characters of a refused value quoted in an error
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "hypothesis")
 # The fields each implementation writes (metadata only when the case sets a tile); a recording must hold them.
-WRITES = {"model": ("ids", "weights", "metadata"), "triton": ("ids", "weights"),
-          "cute": ("ids", "weights", "metadata"), "flashinfer": ("metadata",)}
+WRITES = {name: impl.writes for name, impl in REGISTRY.items()}
 
 
 def encode_words(words, fmt):

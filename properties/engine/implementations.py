@@ -128,14 +128,15 @@ class Implementation:
     name: str
     run: Callable
     unavailable: Callable
+    writes: tuple  # the Outputs fields it fills (metadata only when the case sets a tile)
 
 
 REGISTRY = {impl.name: impl for impl in (
-    Implementation("model", _run_model, lambda: None),
-    Implementation("triton", _run_triton, _triton_reason),
-    Implementation("cute", _run_cute, _cute_reason),
-    Implementation("flashinfer", _run_flashinfer, _flashinfer_reason),
-    Implementation("broken", _run_broken, _broken_reason),
+    Implementation("model", _run_model, lambda: None, ("ids", "weights", "metadata")),
+    Implementation("triton", _run_triton, _triton_reason, ("ids", "weights")),
+    Implementation("cute", _run_cute, _cute_reason, ("ids", "weights", "metadata")),
+    Implementation("flashinfer", _run_flashinfer, _flashinfer_reason, ("metadata",)),
+    Implementation("broken", _run_broken, _broken_reason, ("ids", "weights", "metadata")),
 )}
 
 
