@@ -9,6 +9,10 @@ from properties.floats import FLT_MAX_BITS, MAX_SUBNORMAL, MIN_NORMAL, MIN_SUBNO
 
 FLT_MAX = float(f32(FLT_MAX_BITS))
 SPECIAL_TILES = (1, 2, 3, 4, 7, 8, 9, 16, 31, 32, 64, 127, 128, 255, 256)
+# The edges of float32 by magnitude: zero, subnormal and normal extremes, one, the largest, infinity.
+SPECIAL_MAGNITUDES = (0, MIN_SUBNORMAL, MAX_SUBNORMAL, MIN_NORMAL, int(f32_bits(1.0)), FLT_MAX_BITS, PLUS_INF)
+# How many ranks a drawn expert-parallel split has.
+RANK_SPLITS = (2, 4, 8, 16, 32)
 
 
 def bound(x):
@@ -33,8 +37,7 @@ def subnormal_bits():
 
 def special_bits():
     """Values at the edges of float32: zeros, subnormal and normal extremes, one, the largest, infinities."""
-    magnitudes = [0, MIN_SUBNORMAL, MAX_SUBNORMAL, MIN_NORMAL, int(f32_bits(1.0)), FLT_MAX_BITS, PLUS_INF]
-    return st.sampled_from([sign | m for m in magnitudes for sign in (0, SIGN)])
+    return st.sampled_from([sign | m for m in SPECIAL_MAGNITUDES for sign in (0, SIGN)])
 
 
 def any_value_bits():
@@ -69,7 +72,7 @@ def local_ranges(draw):
         offset = draw(st.integers(0, EXPERTS - 1))
         return offset, EXPERTS - offset
     if kind == "rank":
-        ranks = draw(st.sampled_from([2, 4, 8, 16, 32]))
+        ranks = draw(st.sampled_from(RANK_SPLITS))
         width = EXPERTS // ranks
         return draw(st.integers(0, ranks - 1)) * width, width
     offset = draw(st.integers(0, EXPERTS))

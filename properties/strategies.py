@@ -54,6 +54,8 @@ TESTFLOAT_EXPONENTS = (0, 1, 2, 63, 64, 65, 125, 126, 127, 128, 129, 130, 131, 1
 TESTFLOAT_SIGNIFICANDS = (0, 1, 2, 3, 0x7FFFFF, 0x7FFFFE, 0x7FFFFD, 0x400000, 0x400001, 0x3FFFFF, 0x200000,
                           0x100000, 0x555555, 0x2AAAAA, 0x7FF000, 0x000FFF, 0x7F8000, 0x0000FF)
 _TESTFLOAT_RANDOM_EVERY = 8
+# -inf bias counts around the 8 picks and at the ends.
+MINUS_INF_COUNTS = (1, 7, 8, 9, 128, 247, 248, 249, 255, 256)
 _INF_EXPONENT = 255
 
 
@@ -237,7 +239,7 @@ def signed_zeros(draw):
 def minus_inf_bias(draw):
     """-inf bias on some, most or all experts: around 8 finite experts left, the picks reach into -inf."""
     b, rng, logits, bias = _background(draw)
-    count = draw(st.one_of(st.sampled_from([1, 7, 8, 9, 128, 247, 248, 249, 255, 256]), st.integers(1, EXPERTS)),
+    count = draw(st.one_of(st.sampled_from(MINUS_INF_COUNTS), st.integers(1, EXPERTS)),
                  label="-inf experts")
     bias[rng.choice(EXPERTS, count, replace=False)] = -np.inf
     return _case(draw, "minus_inf_bias", logits, bias)

@@ -4,21 +4,24 @@ when those modules move; nothing else in properties/soak imports them."""
 
 from kernel.layout import (
     EXPERTS,
+    EXPERTS_PER_LANE,
     MAX_CTAS,
     MAX_TILE,
     MAX_TOKENS,
     ROUTES,
     TOP_K,
+    WARP,
     metadata_size,
 )
 from oracles.numpy_model import route as numpy_route
 from oracles.numpy_model import routing_metadata as numpy_routing_metadata
 from oracles.numpy_model.routing import metadata_rows, route_rows
-from properties.draws import FLT_MAX, SPECIAL_SCALES, SPECIAL_TILES
+from properties.draws import FLT_MAX, RANK_SPLITS, SPECIAL_MAGNITUDES, SPECIAL_SCALES, SPECIAL_TILES
 from properties.engine import casefile
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
+from properties.floats import MAX_SUBNORMAL, PLUS_INF, SIGN
 from properties.strategies import (
     DENSITIES,
     DIV_FULL_SCALING_INNER,
@@ -26,6 +29,7 @@ from properties.strategies import (
     EX2_OVERFLOW_EDGE,
     EX2_OVERFLOW_INNER,
     GENERATORS,
+    MINUS_INF_COUNTS,
     SATURATED_SCORE_EDGE,
     SATURATED_SCORE_INNER,
     TESTFLOAT_EXPONENTS,

@@ -16,24 +16,28 @@ from properties.soak.adapter import (
     EX2_OVERFLOW_EDGE,
     EX2_OVERFLOW_INNER,
     EXPERTS,
+    EXPERTS_PER_LANE,
     FLT_MAX,
+    MAX_SUBNORMAL,
+    MINUS_INF_COUNTS,
+    PLUS_INF,
     SATURATED_SCORE_EDGE,
     SATURATED_SCORE_INNER,
+    SIGN,
+    SPECIAL_MAGNITUDES,
     TESTFLOAT_EXPONENTS,
     TESTFLOAT_SIGNIFICANDS,
     TOP_K,
+    WARP,
 )
 
 PLAIN = "plain"
 WEIGHT_OVERFLOW = "weight_overflow"
-LANES = 32
-PER_LANE = EXPERTS // LANES
+LANES, PER_LANE = WARP, EXPERTS_PER_LANE
 REACH_SHARE = 1 / 8  # of planted saturation values drawn anywhere in the reach range, not its inner part
 TESTFLOAT_RANDOM_SHARE = 1 / 8
-MINUS_INF_COUNTS = (1, 7, 8, 9, 128, 247, 248, 249, 255, 256)
-_SIGN, _ABS, _EXPONENT = -0x80000000, 0x7FFFFFFF, 0x7F800000
-_MAX_SUBNORMAL, _MIN_NORMAL, _ONE, _MAX_FINITE = 0x007FFFFF, 0x00800000, 0x3F800000, 0x7F7FFFFF
-_SPECIAL_MAGNITUDES = (0, 1, _MAX_SUBNORMAL, _MIN_NORMAL, _ONE, _MAX_FINITE, _EXPONENT)
+# As int32 words (torch has no uint32 arithmetic): the sign bit, the magnitude mask, the exponent field.
+_SIGN, _ABS, _EXPONENT = SIGN - 2**32, SIGN - 1, PLUS_INF
 
 
 class _Draw:
@@ -94,7 +98,7 @@ class _Draw:
 
 def _special_or_any(d, shape):
     """The edges of float32 half the time, any non-NaN pattern otherwise."""
-    special = d.choice(_SPECIAL_MAGNITUDES, shape, torch.int32) | (d.ints(0, 2, shape).to(torch.int32) << 31)
+    special = d.choice(SPECIAL_MAGNITUDES, shape, torch.int32) | (d.ints(0, 2, shape).to(torch.int32) << 31)
     return torch.where(d.ints(0, 2, shape) == 0, special.view(torch.float32), d.non_nan(shape))
 
 
@@ -159,7 +163,7 @@ def rounding_tie(d, n, b):
 
 
 def _subnormals(d, shape):
-    return (d.ints(1, _MAX_SUBNORMAL + 1, shape).to(torch.int32) | (d.ints(0, 2, shape).to(torch.int32) << 31)).view(torch.float32)
+    return (d.ints(1, MAX_SUBNORMAL + 1, shape).to(torch.int32) | (d.ints(0, 2, shape).to(torch.int32) << 31)).view(torch.float32)
 
 
 def subnormal_values(d, n, b):

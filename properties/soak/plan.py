@@ -11,14 +11,22 @@ import numpy as np
 import torch
 
 from properties.soak import bulk
-from properties.soak.adapter import EXPERTS, FLT_MAX, MAX_TILE, MAX_TOKENS, SPECIAL_SCALES, SPECIAL_TILES, metadata_size
+from properties.soak.adapter import (
+    EXPERTS,
+    FLT_MAX,
+    MAX_TILE,
+    MAX_TOKENS,
+    RANK_SPLITS,
+    SPECIAL_SCALES,
+    SPECIAL_TILES,
+    metadata_size,
+)
 
 PLAIN_SHARE = 0.25  # of a batch's problems are plain rows; the edge-case families share the rest
 NO_METADATA_SHARE = 0.25  # of plans (metadata "mixed") ask for no metadata
 SCALES_PER_PLAN = 4
 WEIGHT_OVERFLOW_SCALE = (1e37, FLT_MAX)
 METADATA_CHOICES = ("mixed", "on", "off")
-RANK_SPLITS = (2, 4, 8, 16, 32)
 _PLAN, _BATCH = 0, 1  # seed-sequence words telling plan and batch streams apart
 
 
