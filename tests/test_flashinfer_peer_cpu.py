@@ -56,10 +56,12 @@ def test_each_library_has_its_own_fingerprint_covering_its_own_headers():
     assert build.FUSED_PEER.headers == (build.HERE / "fused_peer_narrow.cuh", build.HERE / "selected_instance.cuh")
     assert build.DYN_BLOCK.headers == (build.HERE / "selected_instance.cuh",)
     assert [lib.path.name for lib in build.LIBRARIES] == ["libfi_dyn_block.so", "libfi_fused_routing.so"]
-    assert build.LIBRARY == build.DYN_BLOCK.path and build.FUSED_LIBRARY == build.FUSED_PEER.path
 
 
 def test_narrowing_names_flashinfers_instance_and_records_every_other_launch():
+    """Reads the narrowing's source text only: it detects an edit to these lines (fused_peer_narrow.cuh,
+    selected_instance.cuh and the two translation units), not what they compile to; the instances the library
+    holds are checked from its SASS below."""
     narrow = (build.HERE / "fused_peer_narrow.cuh").read_text()
     for fact in ("using PreProc = routing::SigmoidBiasPreprocess;",
                  "using PostProc = routing::ScaledSumNormalizePostprocess;", "constexpr int kTierExperts = 256;",
