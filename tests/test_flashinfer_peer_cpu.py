@@ -13,7 +13,7 @@ from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K
 from oracles.flashinfer_routing import build, fused_peer
 from oracles.ptx import sass
 
-from helpers import demangle, needs_build
+from helpers import demangle, needs_build, needs_sources
 
 # The instance FlashInfer's dispatch selects for SigmoidBias + ScaledSumNormalize, 256 experts, top 8, FP32
 # weights, demangled with whitespace removed.
@@ -35,7 +35,6 @@ def test_build_command_compiles_both_units_with_flashinfers_flags_for_the_target
     assert oracle[:-4] == command[:-5] and oracle[-3] == str(build.SOURCE)
 
 
-@needs_build
 def test_each_library_has_its_own_fingerprint_covering_its_own_headers():
     command = ["nvcc", "x"]
     assert build._fingerprint(command, build.DYN_BLOCK) != build._fingerprint(command, build.FUSED_PEER)
@@ -63,7 +62,7 @@ def test_narrowing_names_flashinfers_instance_and_records_every_other_launch():
     assert "#define FLASHINFER_ROUTING_CUSTOM_BLOCK_GROUP" in (build.HERE / "fused_peer_kernels.cu").read_text()
 
 
-@needs_build
+@needs_sources
 def test_kernel_thresholds_are_flashinfers():
     """expected_kernel's boundary is FlashInfer's BlockKernelMaxNumTokens; the bench's b stays within the
     dyn-block kernel's token limit, and the SigmoidBias policy's first tier for 256 experts is Tier<256, 8>."""
