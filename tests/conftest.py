@@ -42,16 +42,17 @@ def capture_broken(tmp_path, monkeypatch):
 
 @pytest.fixture
 def replay_process():
-    """``replay(path, inject)``: ``python -m properties.replay path`` in a new process, with the broken
-    implementation injected or not; returns the CompletedProcess."""
-    def replay(path, inject):
+    """``replay(path, inject, timeout)``: ``python -m properties.replay path`` in a new process from the
+    repository root, with the broken implementation injected or not, killed after ``timeout`` seconds (default
+    600); returns the CompletedProcess."""
+    def replay(path, inject, timeout=_REPLAY_TIMEOUT_S):
         path_before = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(casefile.REPO_ROOT), path_before]))}
         env.pop(BROKEN_ENV, None)
         if inject:
             env[BROKEN_ENV] = "1"
         return subprocess.run([sys.executable, "-m", "properties.replay", str(path)], capture_output=True,
-                              text=True, cwd=casefile.REPO_ROOT, env=env, timeout=_REPLAY_TIMEOUT_S)
+                              text=True, cwd=casefile.REPO_ROOT, env=env, timeout=timeout)
 
     return replay
 

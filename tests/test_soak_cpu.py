@@ -166,7 +166,7 @@ def _config(tmp_path, **kw):
     return Config(failures_dir=tmp_path / "failures", progress=False, **kw)
 
 
-def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_replays(tmp_path):
+def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_replays(tmp_path, replay_process):
     summary = run(_config(tmp_path, rows=DETECTION_LIMIT_ROWS, faults=("ties_to_highest_index",),
                           stop_on_failure=True, space=Space(problems=256)), CPU)
     assert summary["this_run"]["rows"] <= DETECTION_LIMIT_ROWS
@@ -175,8 +175,7 @@ def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_repla
     assert saved
     case = json.loads(open(saved[0]).read())
     assert len(case["inputs"]["logits"]) == 1, "minimised to the one row that disagrees alone"
-    replay = subprocess.run([sys.executable, "-m", "properties.replay", saved[0]], capture_output=True, text=True,
-                            cwd=REPO, timeout=300)
+    replay = replay_process(saved[0], inject=False, timeout=300)
     assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
@@ -268,12 +267,11 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
 H200_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index.json"
 
 
-def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu():
+def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process):
     """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200 (its summary:
     properties/results/soak-h200-planted-fault.json): replayed here, the recorded fault differs from the live
     model (exit 1) and the recorded model output agrees with it."""
-    replay = subprocess.run([sys.executable, "-m", "properties.replay", H200_FAULT_CASE], capture_output=True,
-                            text=True, timeout=120)
+    replay = replay_process(H200_FAULT_CASE, inject=False, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
     assert "model (recorded)" not in replay.stdout
