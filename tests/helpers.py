@@ -1,11 +1,13 @@
-"""Helpers more than one test file uses (fixtures live in conftest.py): the FlashInfer build's skip marks and
-kernel names demangled."""
+"""Helpers more than one test file uses (fixtures live in conftest.py): the FlashInfer build's skip marks,
+kernel names demangled, and the RoutingCase of some rows."""
 
 import subprocess
 
+import numpy as np
 import pytest
 
 from oracles.flashinfer_routing import build
+from properties.engine.cases import RoutingCase
 
 # A GPU runner without package access has the libraries prebuilt by `make gpu-bundle`, not the sources or nvcc:
 # the build's checks are then skipped under the name the gate accepts (a failure under VERIFY_REQUIRE_GPU=1
@@ -30,3 +32,11 @@ def demangle(names):
     """``names`` through c++filt, whitespace removed, in order."""
     result = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
     return ["".join(name.split()) for name in result.stdout.split("\n")[:len(names)]]
+
+
+NO_METADATA = (None, 0, 0)
+
+
+def case_of(label, rows, bias, scale, renormalize, request=NO_METADATA):
+    """The RoutingCase of these rows; ``request`` is (tile_n, local_expert_offset, num_local_experts)."""
+    return RoutingCase(np.ascontiguousarray(rows), bias, np.float32(scale), renormalize, *request, label)
