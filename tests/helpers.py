@@ -1,5 +1,5 @@
 """Helpers more than one test file uses (fixtures live in conftest.py): the FlashInfer build's skip marks,
-kernel names demangled, and the RoutingCase of some rows."""
+kernel names demangled, the RoutingCase of some rows, and what the primitives' exhaustive proof covers."""
 
 import subprocess
 
@@ -40,3 +40,10 @@ NO_METADATA = (None, 0, 0)
 def case_of(label, rows, bias, scale, renormalize, request=NO_METADATA):
     """The RoutingCase of these rows; ``request`` is (tile_n, local_expert_offset, num_local_experts)."""
     return RoutingCase(np.ascontiguousarray(rows), bias, np.float32(scale), renormalize, *request, label)
+
+
+# The entries of oracles/mufu/data/exhaustive-proof.json: each primitive swept over all 2^32 inputs, and
+# div_full_f32 over exponent pairs.
+PRIMITIVES_SWEPT = ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32",
+                    "div_full_f32(1.0, y)")
+DIV_PAIRS = "div_full_f32(x, y) exponent pairs"
