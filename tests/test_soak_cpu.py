@@ -65,7 +65,8 @@ def _bits(x):
     return x.view(np.uint32)
 
 
-EDGE_CASES = {
+# family -> mask [n, b] of the rows of a bulk batch (logits, bias, c, model ids) that have its edge case.
+ROWS_WITH_EDGE_CASE = {
     "tie_within_lane": lambda lg, bs, c, ids: _tie_in_top8(c, ids, True),
     "tie_across_lanes": lambda lg, bs, c, ids: _tie_in_top8(c, ids, False),
     "tie_at_eighth_place": lambda lg, bs, c, ids: (c == _picked(c, ids)[..., 7:8]).sum(-1) >= 2,
@@ -92,7 +93,7 @@ EDGE_CASES = {
 
 def test_the_bulk_families_are_the_catalog():
     assert bulk.FAMILIES == (bulk.PLAIN, *GENERATORS) and bulk.NOT_IN_BULK == ()
-    assert sorted(EDGE_CASES) == sorted(GENERATORS)
+    assert sorted(ROWS_WITH_EDGE_CASE) == sorted(GENERATORS)
 
 
 @pytest.mark.parametrize("family", sorted(GENERATORS))
@@ -100,7 +101,7 @@ def test_each_family_makes_its_edge_case(family):
     logits, bias = _draw(family)
     assert not np.isnan(logits).any() and not np.isnan(bias).any()
     c, ids = _choice(logits, bias)
-    made = EDGE_CASES[family](logits, bias, c, ids)
+    made = ROWS_WITH_EDGE_CASE[family](logits, bias, c, ids)
     assert made.mean() >= 0.9, f"{family}: only {made.mean():.0%} of rows have the edge case"
 
 
