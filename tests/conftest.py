@@ -1,5 +1,5 @@
-"""Fixtures shared by the CPU and GPU property tests: a deliberately broken implementation caught and saved,
-and the replay command run on the saved file in a fresh process."""
+"""Fixtures shared by the CPU and GPU tests: a deliberately broken implementation caught and saved, the replay
+command run on the saved file in a fresh process, and FlashInfer's two libraries built or prebuilt."""
 
 import os
 import subprocess
@@ -8,6 +8,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from oracles.flashinfer_routing import build as flashinfer_build
 from properties.engine import casefile
 from properties.engine.compare import check_case
 from properties.engine.implementations import BROKEN_ENV
@@ -41,15 +42,38 @@ def capture_broken(tmp_path, monkeypatch):
 
 @pytest.fixture
 def replay_process():
-    """``replay(path, inject)``: ``python -m properties.replay path`` in a new process, with the broken
-    implementation injected or not; returns the CompletedProcess."""
-    def replay(path, inject):
+    """``replay(path, inject, timeout)``: ``python -m properties.replay path`` in a new process from the
+    repository root, with the broken implementation injected or not, killed after ``timeout`` seconds (default
+    600); returns the CompletedProcess."""
+    def replay(path, inject, timeout=_REPLAY_TIMEOUT_S):
         path_before = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(casefile.REPO_ROOT), path_before]))}
         env.pop(BROKEN_ENV, None)
         if inject:
             env[BROKEN_ENV] = "1"
         return subprocess.run([sys.executable, "-m", "properties.replay", str(path)], capture_output=True,
-                              text=True, cwd=casefile.REPO_ROOT, env=env, timeout=_REPLAY_TIMEOUT_S)
+                              text=True, cwd=casefile.REPO_ROOT, env=env, timeout=timeout)
 
     return replay
+
+
+def _flashinfer_library(library):
+    """``library`` built here (nvcc and FlashInfer's sources present), else its prebuilt file; skipped under the
+    name the gate accepts when neither."""
+    if flashinfer_build.unavailable() is None:
+        return flashinfer_build.build(library=library)
+    if not library.path.is_file():
+        pytest.skip(f"{flashinfer_build.NOT_RUN}: {flashinfer_build.unavailable()}; no prebuilt {library.path} either")
+    return library.path
+
+
+@pytest.fixture(scope="module")
+def dyn_block_library():
+    """The path of the oracle's library, libfi_dyn_block.so."""
+    return _flashinfer_library(flashinfer_build.DYN_BLOCK)
+
+
+@pytest.fixture(scope="module")
+def fused_peer_library():
+    """The path of the benchmark peer's library, libfi_fused_routing.so."""
+    return _flashinfer_library(flashinfer_build.FUSED_PEER)

@@ -11,6 +11,8 @@ from properties.bench import cli, harness, ncu, timing
 from properties.bench import report as bench_report
 from properties.bench.report import VARIANT_NAMES
 
+from helpers import DIV_PAIRS, PRIMITIVES_SWEPT
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "properties" / "results" / "bench-h200.json"
 
@@ -175,8 +177,11 @@ def test_harness_figures_on_the_cpu():
     assert {label for label, _, _ in harness.HARNESS_CASES} == set(rates)
     assert all(r["cases_per_s"] > 0 for r in rates.values())
     sweep = harness.exhaustive_sweep()
-    proof = json.loads((ROOT / "oracles" / "mufu" / "data" / "exhaustive-proof.json").read_text())
-    assert sweep["seconds"] == {name: r["seconds"] for name, r in proof["results"].items()}
+    proof = json.loads((ROOT / "oracles" / "mufu" / "data" / "exhaustive-proof.json").read_text())["results"]
+    # One time per entry of the proof, and the proof's entries are the primitives it is known to cover.
+    assert set(sweep["seconds"]) == set(proof) == {*PRIMITIVES_SWEPT, DIV_PAIRS}
+    for name, seconds in sweep["seconds"].items():
+        assert seconds == proof[name]["seconds"], name
 
 
 def test_committed_results_match_the_readme():
@@ -248,6 +253,8 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     out = tmp_path / "bench.json"
     rc = cli.main(["--out", str(out), "--bs", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
                      "--verify-record", str(record)])
+    eager_calls = cli.parse_args([]).eager_calls  # the run's eager figures use the CLI's default
+    assert eager_calls == 2000, "README.md documents each eager mean as one of 2,000 calls"
     results = bench_report.check_schema(json.loads(out.read_text()))
     assert rc == 1 and [e["what"] for e in results["errors"]] == ["graph torch b=8"]
     assert results["graph"]["torch"]["8"] == {"error": "RuntimeError: planted failure"}
@@ -255,7 +262,7 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     chain = results["pdl_chain"]["flashinfer"]["8"]
     assert chain["median_us"] == (chain_us + 4.0) / 2 - (producer_us + 0.5)
     assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}
-    assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": 2000}
+    assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": eager_calls}
     assert results["information"]["flashinfer_fused"]["8"]["weights"] == 64
     assert results["verify"]["flashinfer_fused"]["1"] == {"graph": "ok", "pdl_chain": "ok"}
     assert "| 8 | routingIndicesBlockKernel | 1 of 64 | 1 |" in bench_report.readme_table(results)

@@ -3,15 +3,15 @@ exit 2 from replay, never read as another case (a corrupt file must not look lik
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from properties.corpus import CASES_PER_GENERATOR
 from properties.engine import casefile
 from properties.replay import AGREE, DIFFER, UNREADABLE
+from properties.strategies import GENERATORS
 
 CORPORA = casefile.CORPORA
 # Shapes that differ: b = 1 without metadata, b > 1 with metadata, a saved disagreement with two entries.
@@ -33,11 +33,6 @@ def _with_metadata():
 
 
 BASE_DATA = [_base(name) for name in BASES] + [_with_metadata()]
-
-
-def _cli(path):
-    return subprocess.run([sys.executable, "-m", "properties.replay", str(path)], capture_output=True, text=True,
-                          cwd=casefile.REPO_ROOT, timeout=REPLAY_TIMEOUT_S)
 
 
 def _set(path, value):
@@ -65,11 +60,11 @@ ISSUE_CASES = {
 
 
 @pytest.mark.parametrize("name", ISSUE_CASES)
-def test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2(name, tmp_path):
+def test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2(name, tmp_path, replay_process):
     edit, field = ISSUE_CASES[name]
     path = tmp_path / "case.json"
     path.write_text(json.dumps(edit(copy.deepcopy(BASE_DATA[0]))))
-    result = _cli(path)
+    result = replay_process(path, inject=False, timeout=REPLAY_TIMEOUT_S)
     assert result.returncode == UNREADABLE, result.stdout + result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"replay: cannot read {path}: {field}: "), result.stderr
@@ -77,14 +72,14 @@ def test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2(name, tmp_pat
     assert result.stdout.splitlines()[-1] == "replay: UNREADABLE (exit 2)"
 
 
-def test_replay_exit_codes_are_distinct(tmp_path):
-    assert _cli(CORPORA / BASES[0]).returncode == AGREE
-    assert _cli(CORPORA / BASES[1]).returncode == DIFFER
+def test_replay_exit_codes_are_distinct(tmp_path, replay_process):
+    assert replay_process(CORPORA / BASES[0], inject=False, timeout=REPLAY_TIMEOUT_S).returncode == AGREE
+    assert replay_process(CORPORA / BASES[1], inject=False, timeout=REPLAY_TIMEOUT_S).returncode == DIFFER
     truncated = tmp_path / "truncated.json"
     truncated.write_text((CORPORA / BASES[0]).read_text()[:100])
-    result = _cli(truncated)
+    result = replay_process(truncated, inject=False, timeout=REPLAY_TIMEOUT_S)
     assert result.returncode == UNREADABLE and "not JSON" in result.stderr
-    assert _cli(tmp_path / "missing.json").returncode == UNREADABLE
+    assert replay_process(tmp_path / "missing.json", inject=False, timeout=REPLAY_TIMEOUT_S).returncode == UNREADABLE
 
 
 # --- mutation test: every mutant reads as exactly the case it encodes, or is refused ---------------------------
@@ -206,6 +201,6 @@ def test_a_truncated_file_is_refused(tmp_path_factory, data, draw):
 
 def test_every_committed_case_file_reads():
     paths = sorted(CORPORA.rglob("*.json"))
-    assert len(paths) >= 510
+    assert len(paths) >= CASES_PER_GENERATOR * len(GENERATORS)  # at least the whole regression corpus
     for path in paths:
         casefile.read(path)

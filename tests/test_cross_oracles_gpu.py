@@ -6,21 +6,19 @@ import numpy as np
 import pytest
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
-from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.cases import Outputs
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.families import batches, families, unpicked_range
 from properties.floats import FLT_MAX_BITS, f32
+
+from helpers import case_of
 
 pytestmark = pytest.mark.gpu
 
 SCALES = (np.float32(1.0), np.float32(2.5), np.float32(0.0), np.float32(2.0**-140), f32(FLT_MAX_BITS)[()])
 FAMILIES = families()
 MAX_REPORTED = 3
-
-
-def _case(label, logits, bias, scale, renormalize, request=(None, 0, 0)):
-    return RoutingCase(np.ascontiguousarray(logits), bias, scale, renormalize, *request, label)
 
 
 @pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
@@ -30,7 +28,7 @@ def test_kernel_equals_triton_oracle(b, renormalize, cases):
     for family in FAMILIES:
         for logits in batches(family.rows, b):
             for scale in SCALES:
-                case = _case(family.name, logits, family.bias, scale, renormalize)
+                case = case_of(family.name, logits, family.bias, scale, renormalize)
                 found = disagreements({"triton": REGISTRY["triton"].run(case), "cute": REGISTRY["cute"].run(case)},
                                       reference="triton")
                 n += 1
@@ -70,9 +68,9 @@ def test_kernel_metadata_equals_flashinfer_fed_the_kernels_ids(b, cases):
     for tile in range(1, MAX_TILE + 1):
         family = int(rng.integers(len(FAMILIES)))
         logits = pool[rng.integers(0, len(pool), b)]
-        picked = REGISTRY["cute"].run(_case("pooled rows", logits, bias_pool[family], np.float32(1.0), True)).ids
+        picked = REGISTRY["cute"].run(case_of("pooled rows", logits, bias_pool[family], np.float32(1.0), True)).ids
         for offset, count in _local_ranges(picked, rng):
-            case = _case(f"pooled rows tile={tile}", logits, bias_pool[family], np.float32(1.0), True,
+            case = case_of(f"pooled rows tile={tile}", logits, bias_pool[family], np.float32(1.0), True,
                          (tile, offset, count))
             kernel = REGISTRY["cute"].run(case)
             fed = to_meta(dyn_block_metadata(kernel.ids, offset, count, tile, poison=METADATA_POISON))

@@ -14,6 +14,9 @@ import pytest
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K
 from oracles.flashinfer_routing import build, dyn_block_metadata, load_library
+from oracles.ptx import sass
+
+from helpers import demangle, needs_build
 
 # The instance FlashInfer's runPostTopKPipeline dispatches for precomputed ids, 256 experts, top 8, FP32,
 # demangled with whitespace removed.
@@ -23,45 +26,19 @@ _DYN_BLOCK_INSTANCE = f"voidmoe::dev::routing::routingCustom::routingIndicesDynB
 _FILL_KERNEL = "fi_oracle::fillKernel(int*,int,int)"
 
 
-# A GPU runner without package access has the library prebuilt by `make gpu-bundle`, not the sources or nvcc:
-# the build's checks are then skipped under the name the gate accepts (a failure under VERIFY_REQUIRE_GPU=1
-# only when no library is there either).
-needs_build = pytest.mark.skipif(build.unavailable() is not None,
-                                 reason=f"{build.NOT_RUN}: {build.unavailable()}")
-
-
-@pytest.fixture(scope="module")
-def library_path():
-    if build.unavailable() is None:
-        return build.build()
-    if not build.LIBRARY.is_file():
-        pytest.skip(f"{build.NOT_RUN}: {build.unavailable()}; no prebuilt {build.LIBRARY} either")
-    return build.LIBRARY
-
-
-def _cuobjdump():
-    import triton
-    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-
-
-def _demangle(names):
-    result = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
-    return ["".join(name.split()) for name in result.stdout.split("\n")[:len(names)]]
-
-
-def test_library_builds_and_loads(library_path):
-    exported = subprocess.run(["nm", "-D", "--defined-only", str(library_path)], capture_output=True, text=True,
-                              check=True).stdout.split()
+def test_library_builds_and_loads(dyn_block_library):
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(dyn_block_library)], capture_output=True,
+                              text=True, check=True).stdout.split()
     assert "fi_dyn_block_metadata" in exported
-    entry = ctypes.CDLL(str(library_path)).fi_dyn_block_metadata
+    entry = ctypes.CDLL(str(dyn_block_library)).fi_dyn_block_metadata
     assert ctypes.cast(entry, ctypes.c_void_p).value  # a loaded address, not NULL
 
 
-def test_library_holds_only_flashinfers_dyn_block_instance_for_the_target_archs(library_path):
-    listing = subprocess.run([str(_cuobjdump()), "-sass", str(library_path)], capture_output=True,
+def test_library_holds_only_flashinfers_dyn_block_instance_for_the_target_archs(dyn_block_library):
+    listing = subprocess.run([str(sass.cuobjdump()), "-sass", str(dyn_block_library)], capture_output=True,
                              text=True, check=True).stdout
     assert set(re.findall(r"arch = (\w+)", listing)) == set(build.archs_from_env())
-    kernels = _demangle(re.findall(r"Function : (\S+)", listing))
+    kernels = demangle(re.findall(r"Function : (\S+)", listing))
     assert sorted(kernels) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
 
 
@@ -83,7 +60,7 @@ def test_bad_arch_is_refused():
         build.nvcc_command(["90a"], Path("out.so"), build.flashinfer_data_dir())
 
 
-def test_cuda_error_raises_with_its_name(library_path):
+def test_cuda_error_raises_with_its_name(dyn_block_library):
     """Without a usable device (none here, or hidden on a GPU machine) the call fails loudly."""
     code = ("import numpy as np\n"
             "from oracles.flashinfer_routing import dyn_block_metadata, FlashInferOracleError\n"
@@ -97,7 +74,7 @@ def test_cuda_error_raises_with_its_name(library_path):
     assert re.search(r"status 2\): cudaMalloc: cudaError\w+", result.stdout), result.stdout + result.stderr
 
 
-def test_library_refuses_buffers_smaller_than_the_routes(library_path):
+def test_library_refuses_buffers_smaller_than_the_routes(dyn_block_library):
     library = load_library()
     ids = np.zeros(TOP_K, np.int32)
     small = np.zeros(TOP_K - 1, np.int32)
@@ -158,14 +135,13 @@ def test_bad_scalars_are_refused(offset, count, tile, poison, name):
         dyn_block_metadata(_ids(), offset, count, tile, poison=poison)
 
 
-def test_library_resources_are_read_per_kernel(library_path):
-    from oracles.ptx import sass
-    found = sass.binary_resource_usage(library_path)
-    assert sorted(_demangle(list(found))) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
+def test_library_resources_are_read_per_kernel(dyn_block_library):
+    found = sass.binary_resource_usage(dyn_block_library)
+    assert sorted(demangle(list(found))) == sorted([_DYN_BLOCK_INSTANCE, _FILL_KERNEL])
     assert all(r["registers"] > 0 and r["local_bytes"] == 0 for r in found.values())
 
 
-def test_enqueue_entry_refuses_null_buffers_before_touching_cuda(library_path):
+def test_enqueue_entry_refuses_null_buffers_before_touching_cuda(dyn_block_library):
     """The enqueue entry checks its arguments first, so this runs without a device."""
     entry = load_library().fi_dyn_block_enqueue
     entry.restype = ctypes.c_int

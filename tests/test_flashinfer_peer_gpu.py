@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kernel.layout import EXPERTS
+from kernel.layout import EXPERTS, MAX_TOKENS
 from oracles.flashinfer_routing import DEFAULT_POISON, dyn_block_metadata, to_meta
 from oracles.flashinfer_routing import fused_peer
 from oracles.numpy_model import route
@@ -27,7 +27,7 @@ def _run(b, offset, count, tile, use_pdl):
     return kernel, fused_peer.read_back(buffers), route(logits, bias, SCALE, True)
 
 
-@pytest.mark.parametrize("b", range(1, 9))
+@pytest.mark.parametrize("b", range(1, MAX_TOKENS + 1))
 @pytest.mark.parametrize("offset, count, tile", REQUESTS)
 def test_peer_ids_equal_the_model_and_metadata_the_oracle(b, offset, count, tile):
     kernel, peer, (ids, weights) = _run(b, offset, count, tile, use_pdl=True)
@@ -61,4 +61,5 @@ def test_a_captured_graph_replays_the_peer():
     torch.cuda.synchronize()
     again = fused_peer.read_back(buffers)
     np.testing.assert_array_equal(again.ids, first.ids)
+    np.testing.assert_array_equal(again.weights.view(np.int32), first.weights.view(np.int32))
     np.testing.assert_array_equal(to_meta(again.metadata), to_meta(first.metadata))

@@ -18,11 +18,12 @@ import triton.language as tl
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from properties.engine import device
-from properties.engine.cases import RoutingCase
 from properties.engine.implementations import REGISTRY
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
 from properties.families import batches, families, pooled_rows, unpicked_range
 from properties.floats import FLT_MAX_BITS, f32
+
+from helpers import NO_METADATA, case_of
 
 pytestmark = pytest.mark.gpu
 
@@ -31,18 +32,12 @@ SCALES = {"2.5": np.float32(2.5), "1.0": np.float32(1.0), "0.0": np.float32(0.0)
           "max_float32": f32(FLT_MAX_BITS)[()]}
 SCALE = np.float32(2.5)
 FEW_TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
-NO_METADATA = (None, 0, 0)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def prepared():
     for renormalize in (True, False):
         routing.prepare(renormalize)
-
-
-def case_of(label, rows, bias, scale, renormalize, request=NO_METADATA):
-    """The RoutingCase of these rows; ``request`` is (tile_n, local_expert_offset, num_local_experts)."""
-    return RoutingCase(np.ascontiguousarray(rows), bias, np.float32(scale), renormalize, *request, label)
 
 
 def family_batches(b):

@@ -51,14 +51,10 @@ def _edited(variant, field, old, new, count=1):
     return {**variant, field: edited}
 
 
-def _problems(check, variant):
-    return CHECKS[check](variant)
-
-
 @pytest.mark.parametrize("name,pattern,replacement", FLOAT_MUTANTS, ids=[m[0] for m in FLOAT_MUTANTS])
 def test_a_changed_float_emission_is_reported(name, pattern, replacement):
     mutated = _edited(compiled(False, True), "ptx", re.compile(pattern), replacement)
-    assert _problems("float arithmetic", mutated) != [], f"{name} went unnoticed"
+    assert CHECKS["float arithmetic"](mutated) != [], f"{name} went unnoticed"
 
 
 # ---------------------------------------------------------------------------------------------- the wait
@@ -74,13 +70,14 @@ def _move_wait(ptx_text, after_load):
 @pytest.mark.parametrize("after_load", [0, 1, 3, 4], ids=lambda n: f"wait-after-{n}-loads")
 def test_a_misplaced_wait_is_reported(after_load):
     real = compiled(False, True)
-    assert _problems("load placement", {**real, "ptx": _move_wait(real["ptx"], after_load)}) != []
+    assert CHECKS["load placement"]({**real, "ptx": _move_wait(real["ptx"], after_load)}) != []
 
 
 def test_a_branch_after_the_wait_is_reported():
     real = compiled(False, True)
     label = re.search(r"^(\$L__BB\d+_\d+):", real["ptx"], re.M).group(1)
-    assert _problems("branch after the wait", _edited(real, "ptx", f"{flow.WAIT};", f"{flow.WAIT};\n\t@%p1 bra {label};")) != []
+    branched = _edited(real, "ptx", f"{flow.WAIT};", f"{flow.WAIT};\n\t@%p1 bra {label};")
+    assert CHECKS["branch after the wait"](branched) != []
 
 
 def _first_global_store(ptx_text):
@@ -91,30 +88,30 @@ def _first_global_store(ptx_text):
 def test_a_global_write_before_the_wait_is_reported(metadata):
     real = compiled(metadata, True)
     store = _first_global_store(real["ptx"])
-    problems = _problems("write placement", _edited(real, "ptx", f"\t{flow.WAIT};", f"\t{store}\n\t{flow.WAIT};"))
+    problems = CHECKS["write placement"](_edited(real, "ptx", f"\t{flow.WAIT};", f"\t{store}\n\t{flow.WAIT};"))
     assert any(p.startswith("global write before the wait") for p in problems), problems
 
 
 def test_a_global_write_after_launch_dependents_is_reported():
     real = compiled(True, True)
     store = _first_global_store(real["ptx"])
-    problems = _problems("write placement", _edited(real, "ptx", f"\t{flow.LAUNCH_DEPENDENTS};",
-                                                    f"\t{flow.LAUNCH_DEPENDENTS};\n\t{store}"))
+    problems = CHECKS["write placement"](_edited(real, "ptx", f"\t{flow.LAUNCH_DEPENDENTS};",
+                                                 f"\t{flow.LAUNCH_DEPENDENTS};\n\t{store}"))
     assert any(p.startswith(f"global write after {flow.LAUNCH_DEPENDENTS}") for p in problems), problems
 
 
 def test_an_exit_that_skips_launch_dependents_is_reported():
-    problems = _problems("write placement", _edited(compiled(True, True), "ptx", f"\t{flow.WAIT};",
-                                                    f"\t{flow.WAIT};\n\t@%p1 ret;"))
+    problems = CHECKS["write placement"](_edited(compiled(True, True), "ptx", f"\t{flow.WAIT};",
+                                                 f"\t{flow.WAIT};\n\t@%p1 ret;"))
     assert any(p.startswith("an exit is reachable") for p in problems), problems
 
 
 def test_a_kernel_without_launch_dependents_or_writes_is_reported():
     real = compiled(True, True)
-    problems = _problems("write placement", _edited(real, "ptx", f"\t{flow.LAUNCH_DEPENDENTS};\n", ""))
+    problems = CHECKS["write placement"](_edited(real, "ptx", f"\t{flow.LAUNCH_DEPENDENTS};\n", ""))
     assert any(f"0 {flow.LAUNCH_DEPENDENTS}" in p for p in problems), problems
     no_stores = _edited(real, "ptx", re.compile(r"^\s*st\.global[^\n]*\n", re.M), "", count=0)
-    assert "no global write after the wait" in _problems("write placement", no_stores)
+    assert "no global write after the wait" in CHECKS["write placement"](no_stores)
 
 
 @pytest.mark.parametrize("old,new,wanted", [("ACQBULK", "NOP", "0 ACQBULK"),
@@ -122,14 +119,14 @@ def test_a_kernel_without_launch_dependents_or_writes_is_reported():
                                             ("LDG.E.128", "LDG.E.64", "global loads before the wait")],
                          ids=["no-wait", "ffma", "narrow-load"])
 def test_sass_without_its_wait_with_an_ffma_or_a_narrow_load_is_reported(old, new, wanted):
-    problems = _problems("SASS loads and FFMA", _edited(compiled(False, True), "sass", old, new))
+    problems = CHECKS["SASS loads and FFMA"](_edited(compiled(False, True), "sass", old, new))
     assert any(wanted in p for p in problems), problems
 
 
 def test_sass_with_two_waits_is_reported():
     real = compiled(False, True)
     line = next(line for line in real["sass"].splitlines() if "ACQBULK" in line)
-    problems = _problems("SASS loads and FFMA", _edited(real, "sass", line, f"{line}\n{line}"))
+    problems = CHECKS["SASS loads and FFMA"](_edited(real, "sass", line, f"{line}\n{line}"))
     assert any("2 ACQBULK" in p for p in problems), problems
 
 
@@ -138,7 +135,7 @@ def test_sass_with_two_waits_is_reported():
 @pytest.mark.parametrize("field,value", [("local_bytes", 8), ("stack_bytes", 16), ("registers", 256)])
 def test_spills_and_too_many_registers_are_reported(field, value):
     real = compiled(False, True)
-    assert _problems("resources", {**real, "resources": {**real["resources"], field: value}}) != []
+    assert CHECKS["resources"]({**real, "resources": {**real["resources"], field: value}}) != []
 
 
 def test_sorting_network_sorts_every_zero_one_input():

@@ -14,9 +14,9 @@ from oracles.mufu import fit, interpolator, tables
 from oracles.mufu.__main__ import PROOF_FILE, _Tally, model_source_sha256
 from oracles.mufu.baseline import BASELINES, TABLE_SIZE
 
+from helpers import DIV_PAIRS, PRIMITIVES_SWEPT
+
 FULL_SWEEP = 1 << 32
-PRIMITIVES_SWEPT = ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32",
-                    "div_full_f32(1.0, y)")
 
 
 def test_tables_fit_in_one_megabyte_with_provenance():
@@ -61,7 +61,7 @@ def test_exhaustive_proof_shows_zero_mismatches_for_the_stored_tables():
     results = proof["results"]
     for name in PRIMITIVES_SWEPT:
         assert results[name]["inputs"] == FULL_SWEEP and results[name]["mismatches"] == 0, name
-    pairs = results["div_full_f32(x, y) exponent pairs"]
+    pairs = results[DIV_PAIRS]
     assert pairs["inputs"] >= 10**9 and pairs["mismatches"] == 0
     assert proof["sigmoid_f32_model_throughput"]["elements"] >= 1 << 28
 

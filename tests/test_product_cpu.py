@@ -1,6 +1,7 @@
 """Bad input to the model's public functions and to the command lines gets one line naming the argument:
 ValueError (TypeError for a wrong number of arguments) in the API, exit 2 from a CLI, never a traceback."""
 
+import os
 import subprocess
 import sys
 
@@ -54,13 +55,15 @@ def test_mutants_cli_misuse_is_one_line_and_exit_2(args, message):
 
 
 def test_mutants_cli_needs_cuda_for_the_gpu_tier_and_replay_has_help():
+    """CUDA hidden from the subprocesses (CUDA_VISIBLE_DEVICES=""), so the misuse is checked on a GPU host too."""
     assert "replay" in _cli("-m", "properties.mutants", "replay", "--help").stdout
-    from oracles.provenance import cuda_reason
-    if cuda_reason() is None:  # on a GPU both run for real: misuse only where CUDA is missing
-        return
+    no_cuda = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    reason = _cli("-c", "from oracles.provenance import cuda_reason; print(cuda_reason())", env=no_cuda)
+    reason = reason.stdout.strip()
+    assert reason not in ("", "None"), "CUDA still usable with CUDA_VISIBLE_DEVICES=\"\""
     for args in (["--tier", "gpu"], ["replay"]):
-        result = _cli("-m", "properties.mutants", *args)
-        assert result.returncode == 2 and result.stderr.count("\n") == 1 and cuda_reason() in result.stderr
+        result = _cli("-m", "properties.mutants", *args, env=no_cuda)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1 and reason in result.stderr
 
 
 def test_bundle_installer_refuses_a_stage_without_its_manifest(tmp_path):

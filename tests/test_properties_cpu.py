@@ -97,8 +97,9 @@ def _testfloat_row(row):
     return tabled.mean() >= 0.5
 
 
-# generator -> predicate(case, c, ids, weights): the generator made the edge case it is named for.
-EDGE_CASES = {
+# generator -> predicate(case, c, ids, weights): the one case drawn has the edge case the generator is named for
+# (not properties/edge_cases.py's catalog of names, edge_cases.EDGE_CASES).
+CASE_HAS_EDGE_CASE = {
     "tie_within_lane": lambda case, c, ids, w: _tie_in_top(c, same_lane=True),
     "tie_across_lanes": lambda case, c, ids, w: _tie_in_top(c, same_lane=False),
     "tie_at_eighth_place": _tie_at_eighth,
@@ -122,7 +123,7 @@ EDGE_CASES = {
 
 
 def test_every_generator_has_an_edge_case_check():
-    assert sorted(EDGE_CASES) == sorted(GENERATORS)
+    assert sorted(CASE_HAS_EDGE_CASE) == sorted(GENERATORS)
 
 
 def test_generators_and_families_name_their_edge_cases_from_one_catalog():
@@ -138,7 +139,7 @@ def test_generator_makes_its_edge_case(generator, data):
     case = data.draw(GENERATORS[generator], label="case")
     ids, weights = model.route(case.logits, case.bias, case.scale, case.renormalize)
     _, c = _scores(case)
-    assert EDGE_CASES[generator](case, c, ids, weights), f"{generator} drew a case without its edge case"
+    assert CASE_HAS_EDGE_CASE[generator](case, c, ids, weights), f"{generator} drew a case without its edge case"
 
 
 def _stable_top8(c_row):

@@ -65,7 +65,8 @@ def _bits(x):
     return x.view(np.uint32)
 
 
-EDGE_CASES = {
+# family -> mask [n, b] of the rows of a bulk batch (logits, bias, c, model ids) that have its edge case.
+ROWS_WITH_EDGE_CASE = {
     "tie_within_lane": lambda lg, bs, c, ids: _tie_in_top8(c, ids, True),
     "tie_across_lanes": lambda lg, bs, c, ids: _tie_in_top8(c, ids, False),
     "tie_at_eighth_place": lambda lg, bs, c, ids: (c == _picked(c, ids)[..., 7:8]).sum(-1) >= 2,
@@ -92,7 +93,7 @@ EDGE_CASES = {
 
 def test_the_bulk_families_are_the_catalog():
     assert bulk.FAMILIES == (bulk.PLAIN, *GENERATORS) and bulk.NOT_IN_BULK == ()
-    assert sorted(EDGE_CASES) == sorted(GENERATORS)
+    assert sorted(ROWS_WITH_EDGE_CASE) == sorted(GENERATORS)
 
 
 @pytest.mark.parametrize("family", sorted(GENERATORS))
@@ -100,7 +101,7 @@ def test_each_family_makes_its_edge_case(family):
     logits, bias = _draw(family)
     assert not np.isnan(logits).any() and not np.isnan(bias).any()
     c, ids = _choice(logits, bias)
-    made = EDGE_CASES[family](logits, bias, c, ids)
+    made = ROWS_WITH_EDGE_CASE[family](logits, bias, c, ids)
     assert made.mean() >= 0.9, f"{family}: only {made.mean():.0%} of rows have the edge case"
 
 
@@ -166,7 +167,7 @@ def _config(tmp_path, **kw):
     return Config(failures_dir=tmp_path / "failures", progress=False, **kw)
 
 
-def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_replays(tmp_path):
+def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_replays(tmp_path, replay_process):
     summary = run(_config(tmp_path, rows=DETECTION_LIMIT_ROWS, faults=("ties_to_highest_index",),
                           stop_on_failure=True, space=Space(problems=256)), CPU)
     assert summary["this_run"]["rows"] <= DETECTION_LIMIT_ROWS
@@ -175,8 +176,7 @@ def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_repla
     assert saved
     case = json.loads(open(saved[0]).read())
     assert len(case["inputs"]["logits"]) == 1, "minimised to the one row that disagrees alone"
-    replay = subprocess.run([sys.executable, "-m", "properties.replay", saved[0]], capture_output=True, text=True,
-                            cwd=REPO, timeout=300)
+    replay = replay_process(saved[0], inject=False, timeout=300)
     assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
@@ -258,9 +258,12 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
     assert main(args + ["--seconds", "0"]) == 0  # one batch per chunk
     first = json.loads(summary.read_text())
     assert first["next_offset"] == 1 and not first["done"]
-    while not json.loads(summary.read_text())["done"]:
+    for _ in range(2):  # three batches of 16 rows, one per run: at most two more runs
+        if json.loads(summary.read_text())["done"]:
+            break
         assert main(args + ["--seconds", "0"]) == 0
     done = json.loads(summary.read_text())
+    assert done["done"], "not done after the two runs its 48 rows need"
     assert done["next_offset"] == 3 and len(done["chunks"]) == 3 and done["tally"]["rows"] == 48
     assert main(args) == 0 and "done, 48 rows of 48" in capsys.readouterr().out
 
@@ -268,12 +271,11 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
 H200_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index.json"
 
 
-def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu():
+def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process):
     """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200 (its summary:
     properties/results/soak-h200-planted-fault.json): replayed here, the recorded fault differs from the live
     model (exit 1) and the recorded model output agrees with it."""
-    replay = subprocess.run([sys.executable, "-m", "properties.replay", H200_FAULT_CASE], capture_output=True,
-                            text=True, timeout=120)
+    replay = replay_process(H200_FAULT_CASE, inject=False, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
     assert "model (recorded)" not in replay.stdout
