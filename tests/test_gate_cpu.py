@@ -54,10 +54,8 @@ def _summary(**overrides):
 _BUILT = {"ran": True, "failed": False, "why": "", "seconds": 1.0}
 
 
-def test_verdict_fails_on_an_unnamed_skip_and_on_gpu_gaps_only_when_required():
+def test_verdict_fails_on_gpu_gaps_only_when_required_and_on_a_missing_report():
     assert gate.verdict(0, _summary(), _BUILT, {}, require_gpu=True) == []
-    unnamed = _summary(unnamed_skips=[{"test": "tests/test_x.py::t", "reason": "cc missing"}])
-    assert "tests/test_x.py::t" in gate.verdict(0, unnamed, _BUILT, {}, require_gpu=False)[0]
     gaps = _summary(gpu_checks_not_run=3)
     assert gate.verdict(0, gaps, _BUILT, {"triton": "ImportError: x"}, require_gpu=False) == []
     reasons = gate.verdict(0, gaps, _BUILT, {"triton": "ImportError: x"}, require_gpu=True)

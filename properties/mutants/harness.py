@@ -305,7 +305,7 @@ CATALOG = (
        GATE_T + "test_only_gpu_and_build_skips_are_named",
        ('reason.startswith(name + ": ")', "True")),
     _m("gate_require_gpu_ignored", GATE, "VERIFY_REQUIRE_GPU=1 does not fail on GPU checks not run",
-       GATE_T + "test_verdict_fails_on_an_unnamed_skip_and_on_gpu_gaps_only_when_required",
+       GATE_T + "test_verdict_fails_on_gpu_gaps_only_when_required_and_on_a_missing_report",
        ('if summary["gpu_checks_not_run"]:', "if False:")),
 )
 
