@@ -78,3 +78,19 @@ def test_sass_opcodes_drop_predicates_and_operands():
         /*02d0*/              @!P2 FMUL R16, R16, 0.5 ;                    /* 0x3f0000001010a820 */
     """
     assert sass.sass_opcodes(text) == ["LDG.E.128", "ACQBULK", "FMUL"]
+
+
+def test_an_instruction_names_the_registers_it_writes():
+    """One register, a {vector}, a p|q pair of predicates; nothing for a store, a branch or a barrier."""
+    program = parse("""
+        ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+        setp.lt.f32 %p1|%p2, %f1, %f2;
+        add.f32 %f5, %f1, %f2;
+        st.global.f32 [%rd2], %f5;
+        bar.sync 0;
+        @%p1 bra $L__BB0_1;
+    $L__BB0_1:
+        ret;
+    """)
+    assert [ins.destinations for ins in program.instructions] == [
+        ("%f1", "%f2", "%f3", "%f4"), ("%p1", "%p2"), ("%f5",), (), (), (), ()]

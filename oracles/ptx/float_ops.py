@@ -23,8 +23,6 @@ VALUE_OPS = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", 
                        "cos", "tanh", "neg", "abs", "copysign", "cvt"})
 _COMMUTATIVE = frozenset({"add", "mul"})
 _FUSED = frozenset({"fma", "mad"})
-_NO_DESTINATION = frozenset({"st", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "red", "prefetch",
-                             "trap", "call", "cp", "griddepcontrol", "mbarrier"})
 _FLOAT_IMMEDIATE = re.compile(r"^0[fF][0-9a-fA-F]{8}$")
 _REGISTER = re.compile(r"%?[A-Za-z_$][\w$]*")
 
@@ -48,19 +46,12 @@ def is_float_op(opcode: str) -> bool:
     return parts[0] in VALUE_OPS and any(p in FLOAT_TYPES for p in parts[1:])
 
 
-def _destinations(ins):
-    """Registers an instruction writes."""
-    if _base(ins.opcode) in _NO_DESTINATION or not ins.operands:
-        return ()
-    return tuple(_REGISTER.findall(ins.operands[0].replace("|", " ")))
-
-
 def _copy_sources(program):
     """Register -> what it copies, for `mov` destinations written exactly once."""
-    writes = collections.Counter(r for ins in program for r in _destinations(ins))
+    writes = collections.Counter(r for ins in program for r in ins.destinations)
     copies = {}
     for ins in program:
-        if _base(ins.opcode) == "mov" and ins.predicate is None and len(ins.operands) == 2:
+        if ins.base == "mov" and ins.predicate is None and len(ins.operands) == 2:
             dst, src = ins.operands
             if writes[dst] == 1 and (_FLOAT_IMMEDIATE.match(src) or _REGISTER.fullmatch(src)):
                 copies[dst] = src

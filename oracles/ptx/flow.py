@@ -38,16 +38,6 @@ def reachable(program: Program, start: int, stop_opcode: str | None = None) -> s
     return seen
 
 
-def _destinations(inst):
-    """The registers an instruction writes: its first operand, a register or a {vector} of them."""
-    if not inst.operands:
-        return []
-    first = inst.operands[0]
-    if first.startswith("{"):
-        return _REGISTER.findall(first)
-    return [first] if _REGISTER.fullmatch(first) else []
-
-
 def _param_dependencies(insts):
     """For each register, the kernel parameter indices its value derives from (fixed point over loops)."""
     deps = {}
@@ -60,7 +50,7 @@ def _param_dependencies(insts):
                 sources |= {int(n) for n in _PARAM.findall(operand)}
                 for register in _REGISTER.findall(operand):
                     sources |= deps.get(register, set())
-            for dst in _destinations(inst):
+            for dst in inst.destinations:
                 if not sources <= deps.get(dst, set()):
                     deps[dst] = deps.get(dst, set()) | sources
                     changed = True

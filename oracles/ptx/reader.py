@@ -9,6 +9,10 @@ from dataclasses import dataclass
 
 _LABEL = re.compile(r"^([$\w]+):\s*")
 _OPENERS = "{}() \t\n"
+# Opcodes whose first operand is no register they write.
+NO_DESTINATION = frozenset({"st", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "red", "prefetch",
+                            "trap", "call", "cp", "griddepcontrol", "mbarrier"})
+REGISTER = re.compile(r"%[\w$]+")
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,13 @@ class Instruction:
     def base(self):
         """The opcode without modifiers, e.g. ``ld`` for ``ld.global.v4.f32``."""
         return self.opcode.split(".")[0]
+
+    @property
+    def destinations(self):
+        """The registers it writes: those of its first operand (one, a {vector} or a p|q pair of predicates)."""
+        if self.base in NO_DESTINATION or not self.operands:
+            return ()
+        return tuple(REGISTER.findall(self.operands[0]))
 
     @property
     def types(self):
