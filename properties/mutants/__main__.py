@@ -18,16 +18,8 @@ from oracles.provenance import cuda_reason
 from properties.mutants import runner
 from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
+from properties.tools.args import OneLineParser
 
-USAGE_EXIT = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors and exit 2."""
-
-    def error(self, message):
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(USAGE_EXIT)
 
 
 def _positive(text):
@@ -38,7 +30,7 @@ def _positive(text):
 
 
 def _replay(argv):
-    parser = _Parser(prog="mutants replay", description="Replay saved minimal cases on the GPU: the real kernel "
+    parser = OneLineParser(prog="mutants replay", description="Replay saved minimal cases on the GPU: the real kernel "
                      "must match the model on all of them, each file's mutant must not.")
     parser.add_argument("paths", nargs="*", type=Path, help="case files (default: every file in corpora/mutants/)")
     args = parser.parse_args(argv)
@@ -55,7 +47,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["replay"]:
         return _replay(argv[1:])
-    parser = _Parser(prog="mutants", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="mutants", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tier", choices=("cpu", "gpu", "auto"), default="auto")
     parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")
     parser.add_argument("--all", action="store_true", help="CPU tier: run the static checks on every mutant")

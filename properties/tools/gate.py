@@ -27,12 +27,12 @@ from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
 from properties.tools import gpu_groups, profiles
+from properties.tools.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
 REPORTS = ("verify.json", "junit.xml")
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", "flashinfer-python", "hypothesis",
             "pytest", "pytest-xdist", "jsonschema")
-USAGE_EXIT = 2
 # Skips the gate accepts, by the start of their reason: a GPU check on a machine without CUDA (conftest.py
 # marks them), the FlashInfer build where nvcc or the sources are missing. Any other skip fails the gate.
 GPU_NOT_RUN = "GPU check not run"
@@ -44,20 +44,12 @@ def named_skip(reason):
     return next((name for name in NAMED_SKIPS if reason.startswith(name + ": ")), None)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``gate: error: ...`` and exit 2."""
-
-    def error(self, message):
-        print(f"gate: error: {message}", file=sys.stderr)
-        sys.exit(USAGE_EXIT)
-
-
 def parse(argv):
     """(options, pytest arguments) of a command line; one line and exit 2 for anything unknown."""
     argv = list(sys.argv[1:] if argv is None else argv)
     pytest_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    parser = _Parser(prog="gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--require-gpu", action="store_true", default=os.environ.get("VERIFY_REQUIRE_GPU") == "1")
     parser.add_argument("--reports", type=Path, default=ROOT / "reports")
     parser.add_argument("--profile", default=None, help="Hypothesis profile (default: gpu with a GPU, else ci)")
