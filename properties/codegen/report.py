@@ -2,18 +2,18 @@
 for each, its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
 wait, and its registers, shared memory and local memory (spills) from the cubin."""
 
-import itertools
 from collections import Counter
 
-from kernel import routing
-from oracles.ptx import flow, sass
+from oracles.ptx import flow
 from oracles.ptx.float_ops import float_ops
+from properties.codegen.checks import BIAS_PARAM, LOGITS_PARAM, VARIANTS, compiled
 
-PARAM_NAMES = {0: "logits", 1: "bias"}
+PARAM_NAMES = {LOGITS_PARAM: "logits", BIAS_PARAM: "bias"}
 
 
 def describe(metadata, renormalize):
-    text, cubin = routing.compile_artifacts(metadata, renormalize)
+    variant = compiled(metadata, renormalize)
+    text = variant["ptx"]
     loads = ", ".join(f"{'+'.join(PARAM_NAMES.get(p, str(p)) for p in sorted(load.params))}:"
                       f"{'before' if load.before_wait else 'after'}" for load in flow.global_loads(text))
     return "\n".join([
@@ -21,12 +21,12 @@ def describe(metadata, renormalize):
         f"  float ops: {dict(Counter(op.opcode for op in float_ops(text)))}",
         f"  global loads vs wait: {loads}",
         f"  branches after wait: {len(flow.branches_after_wait(text))}",
-        f"  resources: {sass.resource_usage(cubin)}",
+        f"  resources: {variant['resources']}",
     ])
 
 
 def main():
-    for metadata, renormalize in itertools.product((False, True), (True, False)):
+    for metadata, renormalize in VARIANTS:
         print(describe(metadata, renormalize))
 
 
