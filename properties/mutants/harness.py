@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
+from properties.engine import casefile
 from properties.mutants.catalog import MutantEditError, replace_once
 
 ROUTING = "oracles/numpy_model/routing.py"
@@ -98,16 +101,17 @@ def _flip_in_first_entry(field, flip):
     return change
 
 
-def _flip_hex_word(row):
-    first, _, rest = row.partition(" ")
-    word, star, count = first.partition("*")
-    if star:  # a run: flip only its first word
-        return f"{int(word, 16) ^ 1:08x} {word}" + (f"*{int(count) - 1}" if int(count) > 2 else "") + f" {rest}".rstrip()
-    return f"{int(word, 16) ^ 1:08x} {rest}".rstrip()
+def _flip_first_word(text, parse, fmt):
+    """Case-file words (runs as ``word*count``) with the lowest bit of the first word flipped."""
+    size = sum(int(token.partition("*")[2] or 1) for token in text.split())
+    words = casefile.decode_words(text, parse, np.int64, size)
+    words[0] ^= 1
+    return casefile.encode_words(words, fmt)
 
 
 def _flip_weight_bit(root):
-    return _rewrite(_first_metadata_file(root), _flip_in_first_entry("weights", lambda v: [_flip_hex_word(v[0])] + v[1:]))
+    flip = lambda rows: [_flip_first_word(rows[0], lambda w: int(w, 16), lambda w: f"{int(w):08x}")] + rows[1:]  # noqa: E731
+    return _rewrite(_first_metadata_file(root), _flip_in_first_entry("weights", flip))
 
 
 def _change_one_id(root):
@@ -118,11 +122,7 @@ def _change_one_id(root):
 
 
 def _change_one_metadata_element(root):
-    def flip(text):
-        first, _, rest = text.partition(" ")
-        word, star, count = first.partition("*")
-        head = f"{int(word) ^ 1}" + (f" {word}" + (f"*{int(count) - 1}" if int(count) > 2 else "") if star else "")
-        return f"{head} {rest}".rstrip()
+    flip = lambda text: _flip_first_word(text, int, lambda w: str(int(w)))  # noqa: E731
     return _rewrite(_first_metadata_file(root), _flip_in_first_entry("metadata", flip))
 
 
