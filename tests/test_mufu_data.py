@@ -11,7 +11,7 @@ import torch
 
 from oracles import numpy_model
 from oracles.mufu import fit, interpolator, tables
-from oracles.mufu.__main__ import PROOF_FILE, _Tally, model_source_sha256
+from oracles.mufu.__main__ import NUMPY_PATH_FILE, PROOF_FILE, _Tally, model_source_sha256
 from oracles.mufu.baseline import BASELINES, TABLE_SIZE
 
 from helpers import DIV_PAIRS, PRIMITIVES_SWEPT
@@ -64,6 +64,19 @@ def test_exhaustive_proof_shows_zero_mismatches_for_the_stored_tables():
     pairs = results[DIV_PAIRS]
     assert pairs["inputs"] >= 10**9 and pairs["mismatches"] == 0
     assert proof["sigmoid_f32_model_throughput"]["elements"] >= 1 << 28
+
+
+def test_numpys_common_path_sigmoid_equals_the_proved_generic_path_on_every_input():
+    """The exhaustive proof ran the model's generic path (torch); NumPy's sigmoid_f32 takes a common path of its
+    own for |x| below about 87.3. Its record (`python -m oracles.mufu prove-numpy-path`, CPU) compares the two on
+    all 2^32 inputs, bit for bit, for the current model sources."""
+    record = json.loads(NUMPY_PATH_FILE.read_text())
+    assert record["model_source_sha256"] == model_source_sha256(), (
+        "the primitive model changed since its NumPy path was compared: run `python -m oracles.mufu "
+        "prove-numpy-path` and commit oracles/mufu/data/numpy-path-proof.json")
+    result = record["result"]
+    assert result["inputs"] == FULL_SWEEP
+    assert result["mismatches"] == result["nan_input_bit_differences"] == 0, result["first_mismatches"]
 
 
 _MODEL_OF_TABLE = {"ex2_pos": numpy_model.ex2_approx_ftz_f32, "ex2_neg": numpy_model.ex2_approx_ftz_f32,

@@ -5,6 +5,8 @@
     python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
     python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs, and the model's GPU
                                                  sigmoid throughput -> data/exhaustive-proof.json
+    python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
+                                                 ran, over all 2^32 inputs -> data/numpy-path-proof.json
 
 Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without .git).
 """
@@ -23,6 +25,7 @@ from oracles.mufu import fit, hardware, interpolator, sample, tables
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
 PROOF_FILE = DATA / "exhaustive-proof.json"
+NUMPY_PATH_FILE = DATA / "numpy-path-proof.json"
 _SIGN = 0x80000000
 _MAX_LISTED = 8
 DEVICE = "cuda"
@@ -263,6 +266,29 @@ def prove():
     return 0 if all(r["mismatches"] == 0 for r in results.values()) else 1
 
 
+_NUMPY_PATH_CHUNK = 1 << 24
+
+
+def prove_numpy_path():
+    """(CPU) sigmoid_f32 on NumPy arrays, which takes its common path for |x| below about 87.3, against the
+    same model on torch tensors, the generic path the exhaustive proof ran against the hardware: every input,
+    bit for bit (a NaN input's output too)."""
+    from oracles import numpy_model as model
+
+    tally = _Tally()
+    for start in range(0, 1 << 32, _NUMPY_PATH_CHUNK):
+        x = hardware.bit_range(start, _NUMPY_PATH_CHUNK, "cpu")
+        tally.add([x], model.sigmoid_f32(x), torch.from_numpy(model.sigmoid_f32(x.numpy())))
+    result = tally.result()
+    record = {"provenance": {**provenance.record(("numpy", "torch")), "host": provenance.host()},
+              "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
+              "compared": "sigmoid_f32 on NumPy (common path) vs on torch CPU tensors (generic path)",
+              "result": result}
+    NUMPY_PATH_FILE.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(result), flush=True)
+    return 0 if result["mismatches"] == result["nan_input_bit_differences"] == 0 else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m oracles.mufu", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -273,9 +299,12 @@ def main(argv=None):
     p.add_argument("--check", action="store_true", help="re-derive and compare with the stored file byte for byte")
     sub.add_parser("record-sample", help="record the hardware outputs of the stratified sample")
     sub.add_parser("prove", help="compare the model with the hardware over every input; time its GPU sigmoid")
+    sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     args = parser.parse_args(argv)
     if args.command == "fit":
         return fit.main(args.check)
+    if args.command == "prove-numpy-path":
+        return prove_numpy_path()
     if not torch.cuda.is_available():
         parser.error("needs a CUDA device")
     DATA.mkdir(parents=True, exist_ok=True)
