@@ -17,6 +17,7 @@ import oracles.numpy_model as model
 from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K, metadata_size
 from oracles.numpy_model.primitives import LOG2E
 from properties.engine import casefile
+from properties.engine.cases import RoutingCase
 from properties.corpus import draw_cases
 from properties.engine.implementations import run_all
 from properties.engine.poison import METADATA_POISON
@@ -225,3 +226,15 @@ def test_a_broken_implementation_is_saved_once_and_replays_on_the_cpu(capture_br
     assert "REPRODUCED" in recorded.stdout and "broken (recorded) ids vs model" in recorded.stdout
     live = replay_process(saved, inject=True)
     assert live.returncode == 1 and "\n    broken ids vs model" in live.stdout
+
+
+@pytest.mark.parametrize("offset, count", [(0, 0), (0, EXPERTS), (EXPERTS, 0), (EXPERTS - 1, 1)])
+def test_case_files_keep_the_ends_of_the_local_range(offset, count):
+    """The ends of the local range the contract allows (0 <= offset <= EXPERTS, an empty range at either end)
+    round-trip through a case file; the schema once refused offset EXPERTS, found by the gpu profile on the H200."""
+    rng = np.random.default_rng(offset + count)
+    case = RoutingCase(rng.standard_normal((1, EXPERTS), dtype=np.float32), np.zeros(EXPERTS, np.float32),
+                       np.float32(1.0), False, 1, offset, count, "local_range_ends")
+    record = casefile.CaseFile(case, run_all(case, ["model"]), {"by": ["model"], "environment": {}}, {}, [])
+    again = casefile.from_json(json.loads(json.dumps(casefile.to_json(record))))
+    assert again.case.same_inputs(case)
