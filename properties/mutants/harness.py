@@ -24,6 +24,7 @@ CASEFILE = "properties/engine/casefile.py"
 REPLAY = "properties/replay.py"
 INVARIANTS = "properties/invariants.py"
 CHECKS = "properties/codegen/checks.py"
+FLOAT_OPS = "oracles/ptx/float_ops.py"
 FPENV = "oracles/fpenv.py"
 GATE = "properties/tools/gate.py"
 REGRESSION = "corpora/regression"
@@ -261,6 +262,10 @@ CATALOG = (
        ("return [] if mismatch is None else [mismatch]", "return []")),
     _m("cg_float_trees_unchecked", CHECKS, "the float check compares opcode counts only",
        STATIC_T + "test_a_changed_float_emission_is_reported[operands swapped]", ("if mine != triton:", "if False:")),
+    _m("cg_float_leaves_anonymous", FLOAT_OPS, "every leaf of the float trees one anonymous value again",
+       (STATIC_T + "test_a_changed_float_emission_is_reported[picks summed in another order]",
+        "tests/test_ptx_float_ops_cpu.py::test_a_sum_taken_in_another_order_changes_the_tree"),
+       ("            result = names[operand]\n", "            result = LEAF\n")),
     _m("cg_load_placement_unchecked", CHECKS, "load placement around the wait not checked",
        STATIC_T + "test_a_misplaced_wait_is_reported[wait-after-1-loads]",
        ("if [(load.before_wait, load.after_wait) for load in pair] != [place] * 2:", "if False:")),
