@@ -239,6 +239,11 @@ def _drop(path):
     return edit
 
 
+def _repeated(path, times):
+    """Edit: the list at ``path`` repeated ``times`` times."""
+    return lambda data: _set(path, _get(data, path) * times)(data)
+
+
 def _gpu_environment(data):
     data["recorded"]["environment"] = {"gpu": "NVIDIA H200", "machine": "x86_64", "python": "3.12", "packages": {},
                                        "commit": "0" * 40, "date": "2026-01-01T00:00:00Z"}
@@ -258,10 +263,8 @@ BOUNDS = {
                               "inputs.logits.0"),
     "10-digit metadata word": (WITH_METADATA, _first_metadata_word(9999999999), "outputs.metadata.0.value"),
     "metadata word below int32": (WITH_METADATA, _first_metadata_word(-2**31 - 1), "outputs.metadata.0.value"),
-    "9 logits rows (b > MAX_TOKENS)": (BASE_DATA[0], lambda d: _set(["inputs", "logits"], d["inputs"]["logits"] * 9)(d),
-                                       "inputs.logits"),
-    "9 weight rows": (BASE_DATA[0], lambda d: _set(["outputs", "weights", 0, "value"],
-                                                   d["outputs"]["weights"][0]["value"] * 9)(d), "outputs.weights.0.value"),
+    "9 logits rows (b > MAX_TOKENS)": (BASE_DATA[0], _repeated(["inputs", "logits"], 9), "inputs.logits"),
+    "9 weight rows": (BASE_DATA[0], _repeated(["outputs", "weights", 0, "value"], 9), "outputs.weights.0.value"),
     "id outside int32": (BASE_DATA[0], _set(["outputs", "ids", 0, "value", 0, 0], 2**31), "outputs.ids.0.value.0.0"),
     "disagreement without fields": (SAVED_DISAGREEMENT, _set(["disagreements", 0], {}), "disagreements.0"),
     "disagreement without its field": (SAVED_DISAGREEMENT, _drop(["disagreements", 0, "field"]), "disagreements.0"),
