@@ -18,6 +18,8 @@ _SIGNATURE = {"logits_ptr": "*fp32", "bias_ptr": "*fp32", "weights_ptr": "*fp32"
               "scale": "fp32", "RENORMALIZE": "constexpr", "EXPERTS": "constexpr", "K": "constexpr",
               "EPS": "constexpr"}
 _ALIGNED_POINTERS = ("logits_ptr", "bias_ptr", "weights_ptr", "ids_ptr")
+# The kernel's parameters in PTX order (constexprs are not parameters), named for what they hold: logits_ptr -> logits.
+PARAMS = tuple(name.removesuffix("_ptr") for name, kind in _SIGNATURE.items() if kind != "constexpr")
 
 
 @functools.lru_cache(maxsize=None)

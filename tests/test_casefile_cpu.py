@@ -2,14 +2,19 @@
 exit 2 from replay, never read as another case (a corrupt file must not look like a reproduced bug)."""
 
 import copy
+import dataclasses
 import json
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
 from properties.corpus import CASES_PER_GENERATOR
 from properties.engine import casefile
+from properties.engine.cases import FIELDS
+from properties.engine.compare import MAX_LISTED
 from properties.replay import AGREE, DIFFER, UNREADABLE
 from properties.strategies import GENERATORS
 
@@ -204,3 +209,140 @@ def test_every_committed_case_file_reads():
     assert len(paths) >= CASES_PER_GENERATOR * len(GENERATORS)  # at least the whole regression corpus
     for path in paths:
         casefile.read(path)
+
+
+# --- every count bounded before it allocates, int32 words, every nested object described (issue 20) -----------
+
+HUGE_RUN = 10**11  # words a run may claim: expanded first, it would take 400 GB
+WITH_METADATA, SAVED_DISAGREEMENT = BASE_DATA[2], BASE_DATA[1]
+
+
+def _first_metadata_word(word):
+    """Edit: the first metadata word of the case with metadata replaced by ``word`` (the count unchanged)."""
+    def edit(data):
+        entry = data["outputs"]["metadata"][0]
+        words = casefile.decode_ints(entry["value"], metadata_size(data["inputs"]["tile_n"]))
+        entry["value"] = f"{word} {casefile.encode_ints(words[1:])}"
+        return data
+    return edit
+
+
+def _nested(part, key, value):
+    return _set([part, 0, key] if part == "disagreements" else [part, key], value)
+
+
+def _drop(path):
+    def edit(data):
+        target = _get(data, path[:-1])
+        del target[path[-1]]
+        return data
+    return edit
+
+
+def _repeated(path, times):
+    """Edit: the list at ``path`` repeated ``times`` times."""
+    return lambda data: _set(path, _get(data, path) * times)(data)
+
+
+def _gpu_environment(data):
+    data["recorded"]["environment"] = {"gpu": "NVIDIA H200", "machine": "x86_64", "python": "3.12", "packages": {},
+                                       "commit": "0" * 40, "date": "2026-01-01T00:00:00Z"}
+    return data
+
+
+# name -> (base data, edit, the field its one line must name)
+BOUNDS = {
+    "logits row run of 10^11": (BASE_DATA[0], _set(["inputs", "logits", 0], f"00000000*{HUGE_RUN}"), "inputs.logits.0"),
+    "bias run of 10^11": (BASE_DATA[0], _set(["inputs", "bias"], f"3f800000*{HUGE_RUN}"), "inputs.bias"),
+    "weights row run of 10^11": (BASE_DATA[0], _set(["outputs", "weights", 0, "value", 0], f"3e000000*{HUGE_RUN}"),
+                                 "outputs.weights.0.value.0"),
+    "metadata run of 10^11": (WITH_METADATA, _set(["outputs", "metadata", 0, "value"], f"-1*{HUGE_RUN}"),
+                              "outputs.metadata.0.value"),
+    "run count of 5000 digits": (BASE_DATA[0], _set(["inputs", "bias"], "00000000*" + "9" * 5000), "inputs.bias"),
+    "two runs past the row": (BASE_DATA[0], _set(["inputs", "logits", 0], "00000000*200 00000000*200"),
+                              "inputs.logits.0"),
+    "10-digit metadata word": (WITH_METADATA, _first_metadata_word(9999999999), "outputs.metadata.0.value"),
+    "metadata word below int32": (WITH_METADATA, _first_metadata_word(-2**31 - 1), "outputs.metadata.0.value"),
+    "9 logits rows (b > MAX_TOKENS)": (BASE_DATA[0], _repeated(["inputs", "logits"], 9), "inputs.logits"),
+    "9 weight rows": (BASE_DATA[0], _repeated(["outputs", "weights", 0, "value"], 9), "outputs.weights.0.value"),
+    "id outside int32": (BASE_DATA[0], _set(["outputs", "ids", 0, "value", 0, 0], 2**31), "outputs.ids.0.value.0.0"),
+    "disagreement without fields": (SAVED_DISAGREEMENT, _set(["disagreements", 0], {}), "disagreements.0"),
+    "disagreement without its field": (SAVED_DISAGREEMENT, _drop(["disagreements", 0, "field"]), "disagreements.0"),
+    "disagreement of an unknown field": (SAVED_DISAGREEMENT, _nested("disagreements", "field", "scores"),
+                                         "disagreements.0.field"),
+    "disagreement of no count and no note": (SAVED_DISAGREEMENT, _nested("disagreements", "count", None),
+                                             "disagreements.0"),
+    "disagreement element a number": (SAVED_DISAGREEMENT, _set(["disagreements", 0, "first", 0, "got"], 3),
+                                      "disagreements.0.first.0.got"),
+    "disagreement element without want": (SAVED_DISAGREEMENT, _drop(["disagreements", 0, "first", 0, "want"]),
+                                          "disagreements.0.first.0"),
+    "recorded without environment": (BASE_DATA[0], _drop(["recorded", "environment"]), "recorded"),
+    "recorded with an unknown key": (BASE_DATA[0], _nested("recorded", "when", "now"), "recorded"),
+    "environment a string": (BASE_DATA[0], _nested("recorded", "environment", "H200"), "recorded.environment"),
+    "environment without gpu": (BASE_DATA[0], _drop(["recorded", "environment", "gpu"]), "recorded.environment"),
+    "a GPU without its compute capability": (BASE_DATA[0], _gpu_environment, "recorded.environment"),
+    "no GPU but a compute capability": (BASE_DATA[0], _set(["recorded", "environment", "gpu"], None),
+                                        "recorded.environment"),
+    "a package version a number": (BASE_DATA[0], _set(["recorded", "environment", "packages", "numpy"], 2),
+                                   "recorded.environment.packages.numpy"),
+    "origin a list": (BASE_DATA[0], _set(["origin"], []), "origin"),
+    "origin with an unknown key": (BASE_DATA[0], _nested("origin", "why", "test"), "origin"),
+    "origin draw negative": (BASE_DATA[0], _nested("origin", "draw", -1), "origin.draw"),
+    "origin soak without its rank": (BASE_DATA[0], _nested("origin", "soak", {"seed": 0, "plan": 0, "batch": 0,
+                                                                             "problem": 0, "b": 1}), "origin.soak"),
+}
+
+
+@pytest.mark.parametrize("name", BOUNDS)
+def test_a_bad_count_word_or_nested_object_is_refused_with_one_line_naming_the_file_and_field(name, tmp_path):
+    base, edit, field = BOUNDS[name]
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(edit(copy.deepcopy(base))))
+    with pytest.raises(casefile.CaseFileError) as refused:
+        casefile.read(path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: {field}: "), message
+
+
+def test_a_run_is_refused_before_it_is_expanded():
+    count = 10**7  # 40 MB of words if expanded before the count is checked
+    data = _set(["inputs", "logits", 0], f"00000000*{count}")(copy.deepcopy(BASE_DATA[0]))
+    tracemalloc.start()
+    try:
+        with pytest.raises(casefile.CaseFileError, match=r"^inputs\.logits\.0: "):
+            casefile.from_json(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < count * 4 // 10, f"reading allocated {peak} bytes for a refused run of {count} words"
+
+
+def test_a_file_over_the_size_bound_is_refused_unread(tmp_path, monkeypatch):
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(BASE_DATA[0]))
+    monkeypatch.setattr(casefile, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    with pytest.raises(casefile.CaseFileError, match=f"^{path}: \\(file\\): {path.stat().st_size} bytes, more than"):
+        casefile.read(path)
+
+
+def test_the_writer_refuses_what_the_reader_would_and_writes_nothing(tmp_path):
+    record = casefile.from_json(copy.deepcopy(BASE_DATA[0]))
+    path = tmp_path / "folder" / "case.json"
+    with pytest.raises(casefile.CaseFileError, match=f"^{path}: not written: origin: "):
+        casefile.write(path, dataclasses.replace(record, origin={"why": "test"}))
+    assert not path.parent.exists()
+    assert casefile.read(casefile.write(path, record)).case.same_inputs(record.case)
+
+
+def test_the_schemas_bounds_are_the_layouts():
+    schema = json.loads(casefile.SCHEMA_PATH.read_text())
+    inputs, defs = schema["properties"]["inputs"]["properties"], schema["$defs"]
+    ids_rows = defs["ids_entry"]["properties"]["value"]
+    rows = [inputs["logits"], ids_rows, defs["weights_entry"]["properties"]["value"]]
+    assert [(r["minItems"], r["maxItems"]) for r in rows] == [(1, MAX_TOKENS)] * 3
+    assert defs["origin"]["properties"]["soak"]["properties"]["b"]["maximum"] == MAX_TOKENS
+    assert ids_rows["items"]["minItems"] == ids_rows["items"]["maxItems"] == TOP_K
+    assert inputs["tile_n"]["oneOf"][1]["maximum"] == MAX_TILE
+    assert (inputs["local_expert_offset"]["maximum"], inputs["num_local_experts"]["maximum"]) == (EXPERTS - 1, EXPERTS)
+    assert defs["disagreement"]["properties"]["field"]["enum"] == list(FIELDS)
+    assert defs["disagreement"]["properties"]["first"]["maxItems"] == MAX_LISTED

@@ -32,6 +32,8 @@ def test_every_variant_passes_the_check(variant, check):
 
 # ---------------------------------------------------------------------------------------------- float path
 
+# Two adds of two registers each, the second reading the first's result (a step of a sum) or another register.
+_TWO_ADDS = r"(?s)add\.f32\s+(%r\d+), (%r\d+), (%r\d+);(.*?)add\.f32\s+(%r\d+), "
 FLOAT_MUTANTS = [
     ("exp flushes subnormals", "ex2.approx.f32", "ex2.approx.ftz.f32"),
     ("IEEE division", "div.full.f32", "div.rn.f32"),
@@ -40,6 +42,10 @@ FLOAT_MUTANTS = [
     ("a lost sigmoid step", r"sub\.f32 (%r\d+), 0f00000000, (%r\d+)", r"mov.b32 \1, \2"),
     # The same opcodes, another tree: x - 0 in place of 0 - x.
     ("operands swapped", r"sub\.f32 (%r\d+), 0f00000000, (%r\d+)", r"sub.f32 \1, \2, 0f00000000"),
+    # The same opcodes and tree shapes over other leaves (oracles/ptx/leaves.py): the first score takes another
+    # expert's bias; the pick sum adds its 2nd and 3rd picks in the other order (0.0 + s_0 + s_2 + s_1 + ...).
+    ("bias of another expert", _TWO_ADDS + r"(%r\d+), (%r\d+);", r"add.f32 \1, \2, \7;\4add.f32 \5, \6, \3;"),
+    ("picks summed in another order", _TWO_ADDS + r"\1, (%r\d+);", r"add.f32 \1, \2, \6;\4add.f32 \5, \1, \3;"),
 ]
 
 

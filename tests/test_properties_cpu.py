@@ -198,7 +198,7 @@ def test_invariants_catch_any_single_element_change(case, tile, local, data):
 @given(case=any_case())
 def test_case_files_keep_every_bit(case):
     outputs = run_all(case, ["model"])
-    record = casefile.CaseFile(case, outputs, {"by": ["model"], "environment": {}}, {"generator": case.generator}, [])
+    record = casefile.CaseFile(case, outputs, casefile.recording(outputs), {"generator": case.generator}, [])
     again = casefile.from_json(json.loads(json.dumps(casefile.to_json(record))))
     assert again.case.same_inputs(case) and again.case.generator == case.generator
     for field in ("ids", "weights", "metadata"):

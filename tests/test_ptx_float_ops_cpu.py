@@ -1,8 +1,10 @@
-"""The PTX float-op reader on small hand-written PTX whose arithmetic is known by construction."""
+"""The PTX float-op reader on small hand-written PTX whose arithmetic is known by construction, its leaves
+named for what they hold (oracles/ptx/leaves.py)."""
 
 import pytest
 
 from oracles.ptx.float_ops import LEAF, FloatOp, expression, expression_roots, float_ops, is_float_op
+from oracles.ptx.leaves import element, exchanged
 from oracles.ptx.reader import instructions
 
 HEADER = """//
@@ -111,7 +113,7 @@ def test_roots_are_values_no_float_op_consumes():
 	max.f32 	%r6, %r5, %r4;
 	st.global.b32 [ %rd1 + 0 ], { %r6 };
 """)
-    s = expression("div.full.f32", "0f3F800000", expression("add.f32", LEAF, "0f3F800000"))
+    s = expression("div.full.f32", "0f3F800000", expression("add.f32", "param1", "0f3F800000"))
     assert dict(expression_roots(ptx)) == {expression("add.f32", s, LEAF): 1}
 
 
@@ -127,3 +129,75 @@ def test_association_order_is_part_of_the_tree():
 	add.f32 	%r5, %r9, %r4;
 """)
     assert set(expression_roots(left)) != set(expression_roots(right))
+
+
+# --- leaves: which element of which input, which parameter, which exchanged value ----------------------------
+
+# Thread THREAD (tid.x 1) loads 4 words of parameter 0 as the kernel does (elements 4t..: at base and base + 8) ...
+KERNEL_LOADS = """
+	mov.u32 	%r20, %tid.x;
+	shl.b32 	%r21, %r20, 4;
+	cvt.u64.u32 	%rd2, %r21;
+	add.s64 	%rd3, %rd1, %rd2;
+	ld.global.v2.f32 {%r1, %r2}, [%rd3];
+	add.s64 	%rd4, %rd3, 8;
+	ld.global.v2.f32 {%r3, %r4}, [%rd4];
+"""
+# ... and as Triton does: the higher address first, each address formed on its own (elements 2t.. and 64 + 2t..)
+TRITON_LOADS = """
+	mov.u32 	%r20, %tid.x;
+	shl.b32 	%r21, %r20, 1;
+	or.b32 	%r22, %r21, 64;
+	mul.wide.u32 	%rd2, %r22, 4;
+	add.s64 	%rd3, %rd1, %rd2;
+	ld.global.v2.b32 { %r3, %r4 }, [ %rd3 + 0 ];
+	mul.wide.u32 	%rd5, %r21, 4;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.v2.b32 { %r1, %r2 }, [ %rd6 + 0 ];
+"""
+PARAMS = ("x", "y")
+
+
+def test_a_loaded_leaf_is_named_by_its_element_whatever_the_address_arithmetic_and_load_order():
+    chain = """
+	sub.f32 	%r5, %r1, %r2;
+	div.full.f32 	%r6, %r5, %r3;
+	mul.f32 	%r7, %r6, %r4;
+	mul.f32 	%r8, %r7, %r9;
+"""
+    x = [element("x", j) for j in range(4)]
+    want = {expression("mul.f32", expression("mul.f32", expression(
+        "div.full.f32", expression("sub.f32", x[0], x[1]), x[2]), x[3]), "y"): 1}
+    assert dict(expression_roots(kernel(KERNEL_LOADS + chain), PARAMS)) == want
+    assert dict(expression_roots(kernel(TRITON_LOADS + chain), PARAMS)) == want
+
+
+def test_swapped_operands_of_a_non_commutative_op_change_the_tree():
+    straight = expression_roots(kernel(KERNEL_LOADS + "\tsub.f32 \t%r5, %r1, %r2;\n"), PARAMS)
+    swapped = expression_roots(kernel(KERNEL_LOADS + "\tsub.f32 \t%r5, %r2, %r1;\n"), PARAMS)
+    assert straight != swapped
+
+
+def test_a_sum_taken_in_another_order_changes_the_tree():
+    def total(order):
+        adds = [f"\tadd.f32 \t%r1{k}, {'0f00000000' if k == 0 else f'%r1{k - 1}'}, %r{j};\n"
+                for k, j in enumerate(order)]
+        return expression_roots(kernel(KERNEL_LOADS + "".join(adds)), PARAMS)
+
+    assert total([1, 2, 3, 4]) != total([1, 3, 2, 4])
+    assert total([1, 2, 3, 4]) != total([4, 3, 2, 1])
+    assert total([1, 2, 3, 4]) == total([1, 2, 3, 4])
+
+
+def test_exchanged_values_are_ranked_by_their_rounds_of_exchange():
+    # Round 2 reads round 1's result; each pick is a value read back at the address a round chose.
+    ptx = kernel("""
+	shfl.sync.idx.b32 	%r1, %r20, 0, 31, -1;
+	shfl.sync.idx.b32 	%r2, %r1, 0, 31, -1;
+	ld.shared.f32 	%r4, [%r2];
+	ld.shared.f32 	%r3, [%r1];
+	add.f32 	%r5, 0f00000000, %r3;
+	add.f32 	%r6, %r5, %r4;
+""")
+    first = expression("add.f32", "0f00000000", exchanged(0))
+    assert dict(expression_roots(ptx)) == {expression("add.f32", first, exchanged(1)): 1}

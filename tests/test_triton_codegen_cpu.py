@@ -3,8 +3,10 @@
 The expected float arithmetic is built from the routing contract (sigmoid as Triton writes it:
 1 / (1 + exp(-x)), exp as ex2.approx.f32 of x * log2(e); c = s + bias; total = 0.0 + p_0 + ... + p_7;
 w = p * (scale / (total + 1e-15)) or p * scale) and the lowering of each operator in
-/work/shared/hardware-facts.md section 1. A Triton upgrade that emits anything else fails here, and the
-message names the trees that appeared and disappeared.
+/work/shared/hardware-facts.md section 1, over named leaves (oracles/ptx/leaves.py): element j of the logits
+and of the bias a thread holds, the scale, and pick p_k as the value exchanged across the warp in round k
+(the thread's own pick, selected from all eight, is as deep as the last). A Triton upgrade that emits
+anything else fails here, and the message names the trees that appeared and disappeared.
 """
 
 import math
@@ -16,7 +18,8 @@ import triton
 
 from kernel.layout import WARP as WARP_SIZE
 from oracles.ptx.float_ops import LEAF, expression, expression_roots, float_immediate, float_ops
-from oracles.triton_codegen import compile_ptx, compile_sass
+from oracles.ptx.leaves import element, exchanged
+from oracles.triton_codegen import PARAMS, compile_ptx, compile_sass
 from oracles.triton_routing import N_EXPERTS, NUM_WARPS, ROUTER_SCORE_DIVISION_EPS, TOP_K
 
 EXPERTS_PER_THREAD = N_EXPERTS // (WARP_SIZE * NUM_WARPS)
@@ -40,17 +43,19 @@ def sigmoid(x):
 
 def pick_order_total():
     """0.0 + p_0 + ... + p_7, left to right."""
-    total = expression("add.f32", ZERO, LEAF)
-    for _ in range(TOP_K - 1):
-        total = expression("add.f32", total, LEAF)
+    total = expression("add.f32", ZERO, exchanged(0))
+    for k in range(1, TOP_K):
+        total = expression("add.f32", total, exchanged(k))
     return total
 
 
-SCORE = expression("add.f32", sigmoid(LEAF), LEAF)
+SCORES = {expression("add.f32", sigmoid(element("logits", j)), element("bias", j))
+          for j in range(EXPERTS_PER_THREAD)}
+OWN_PICK = exchanged(TOP_K - 1)
 RENORMALIZED_WEIGHT = expression(
-    "mul.f32", LEAF, expression("div.full.f32", LEAF, expression("add.f32", pick_order_total(), EPS)))
-PLAIN_WEIGHT = expression("mul.f32", LEAF, LEAF)
-EXPECTED_ROOTS = {True: {SCORE, RENORMALIZED_WEIGHT}, False: {SCORE, PLAIN_WEIGHT}}
+    "mul.f32", OWN_PICK, expression("div.full.f32", "scale", expression("add.f32", pick_order_total(), EPS)))
+PLAIN_WEIGHT = expression("mul.f32", exchanged(0), "scale")
+EXPECTED_ROOTS = {True: SCORES | {RENORMALIZED_WEIGHT}, False: SCORES | {PLAIN_WEIGHT}}
 
 
 def test_triton_is_the_pinned_version():
@@ -59,7 +64,7 @@ def test_triton_is_the_pinned_version():
 
 def contract_mismatch(ptx, renormalize):
     """None when the PTX's float arithmetic is the contract's, else a message naming the difference."""
-    roots = set(expression_roots(ptx))
+    roots = set(expression_roots(ptx, PARAMS))
     expected = EXPECTED_ROOTS[renormalize]
     appeared, disappeared = sorted(roots - expected), sorted(expected - roots)
     if not appeared and not disappeared:
@@ -95,10 +100,15 @@ def test_a_changed_emission_is_reported(name, pattern, replacement, renormalize)
 
 
 @pytest.mark.parametrize("renormalize", [True, False])
-def test_every_expert_goes_through_the_full_sigmoid(renormalize):
-    roots = expression_roots(compile_ptx(renormalize))
-    assert roots[SCORE] == EXPERTS_PER_THREAD, (
-        f"expected one sigmoid + bias chain per expert a thread holds ({EXPERTS_PER_THREAD}), got {roots[SCORE]}")
+def test_every_expert_goes_through_the_full_sigmoid_with_its_own_bias(renormalize):
+    roots = expression_roots(compile_ptx(renormalize), PARAMS)
+    assert {score: roots[score] for score in SCORES} == dict.fromkeys(SCORES, 1), (
+        f"expected one sigmoid + bias chain for each of the {EXPERTS_PER_THREAD} experts a thread holds")
+
+
+@pytest.mark.parametrize("renormalize", [True, False])
+def test_every_leaf_is_named(renormalize):
+    assert not any(LEAF in root for root in expression_roots(compile_ptx(renormalize), PARAMS))
 
 
 @pytest.mark.parametrize("renormalize", [True, False])

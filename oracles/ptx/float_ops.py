@@ -7,17 +7,18 @@ float ops. Operands are resolved through register copies (`mov` of a register or
 
 Expression trees are canonical strings: `opcode(arg, ...)`, with the operands of commutative ops (add,
 mul, and the two factors of fma/mad) sorted, float immediates as `0fXXXXXXXX`, and every value not
-computed by a float op (a load, a parameter, a selected value) as LEAF. Two kernels compute the same
-float arithmetic when their root trees (values no float op consumes: stored, compared, selected) agree.
+computed by a float op named for what it is (oracles/ptx/leaves.py: `logits[3]`, `scale`, `exchanged[2]`,
+LEAF for anything else). Two kernels compute the same float arithmetic when their root trees (values no
+float op consumes: stored, compared, selected) agree.
 """
 
 import collections
 import dataclasses
 import re
 
+from oracles.ptx.leaves import LEAF, leaf_names
 from oracles.ptx.reader import instructions
 
-LEAF = "?"
 FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f32x2", "f64"})
 VALUE_OPS = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
                        "cos", "tanh", "neg", "abs", "copysign", "cvt"})
@@ -103,11 +104,14 @@ def float_immediate(bits: int) -> str:
     return f"0f{bits:08X}"
 
 
-def expression_roots(ptx: str) -> collections.Counter:
-    """Counter of the canonical trees of every float op whose result no float op consumes."""
+def expression_roots(ptx: str, params=()) -> collections.Counter:
+    """Counter of the canonical trees of every float op whose result no float op consumes, leaves named by
+    oracles/ptx/leaves.py (``params``: the kernel's parameter names by index)."""
     ops = float_ops(ptx)
     by_dst = {op.dst: op for op in ops}
     consumed = {s for op in ops for s in op.srcs}
+    used = {s for s in consumed if s not in by_dst and not _FLOAT_IMMEDIATE.match(s)}
+    names = leaf_names(ptx, used, params)
     memo = {}
 
     def tree(operand):
@@ -119,7 +123,7 @@ def expression_roots(ptx: str) -> collections.Counter:
         elif _FLOAT_IMMEDIATE.match(operand):
             result = operand
         else:
-            result = LEAF
+            result = names[operand]
         memo[operand] = result
         return result
 

@@ -1,16 +1,19 @@
 """The routing kernel's codegen contract, read statically off its PTX and SASS (no GPU needed).
 
 Each check returns the list of problems it finds in one compiled variant (empty when the variant complies):
-the float arithmetic is exactly the Triton oracle's (same opcodes, same expression trees: ex2.approx.f32
-without .ftz, div.full.f32, no fma); the bias is loaded only before ``griddepcontrol.wait`` and the logits
-only after it; global writes come only after the wait and none after ``launch_dependents``; without metadata
-no branch follows the wait; the SASS keeps two 128-bit loads on each side of the wait and has no FFMA; no
-local memory; the float constants are the float32 values they name. Used by tests/test_kernel_static_cpu.py
-and by the mutant probe (properties/mutants/probe.py), which runs them on edited copies of the kernel.
+the float arithmetic is exactly the Triton oracle's (same opcodes, same expression trees over the same named
+leaves, oracles/ptx/leaves.py: ex2.approx.f32 without .ftz, div.full.f32, no fma); the bias is loaded only
+before ``griddepcontrol.wait`` and the logits only after it; global writes come only after the wait and none
+after ``launch_dependents``; without metadata no branch follows the wait; the SASS keeps two 128-bit loads on
+each side of the wait and has no FFMA; no local memory; the float constants are the float32 values they name.
+Used by tests/test_kernel_static_cpu.py and by the mutant probe (properties/mutants/probe.py), which runs them
+on edited copies of the kernel.
 """
 
 import functools
+import inspect
 import itertools
+import re
 from collections import Counter
 
 import numpy as np
@@ -19,10 +22,14 @@ from kernel import routing
 from oracles.ptx import flow, sass
 from oracles.ptx.float_ops import expression_roots, float_ops
 from oracles.ptx.reader import parse
+from oracles.triton_codegen import PARAMS as TRITON_PARAMS
 from oracles.triton_codegen import compile_ptx as triton_ptx
 
 VARIANTS = tuple(itertools.product((False, True), (False, True)))  # (metadata, renormalize)
-LOGITS_PARAM, BIAS_PARAM = 0, 1  # kernel parameter order: logits, bias, ids, weights, scale, ...
+# The kernel's parameters in PTX order, named as the Triton oracle's are (mLogits -> logits).
+PARAMS = tuple(re.sub(r"^m(?=[A-Z])", "", name).lower()
+               for name in list(inspect.signature(routing._Routing.kernel).parameters)[1:])
+LOGITS_PARAM, BIAS_PARAM = PARAMS.index("logits"), PARAMS.index("bias")
 SIGMOID = ("sub.f32", "mul.f32", "ex2.approx.f32", "add.f32", "div.full.f32")
 WIDE_LOAD = "LDG.E.128"
 MAX_REGISTERS = 255
@@ -58,14 +65,15 @@ def expected_float_opcodes(renormalize):
 
 
 def float_mismatch(ptx_text, renormalize):
-    """None when the kernel's float arithmetic is the Triton oracle's (same opcodes, same trees per thread),
-    else what differs."""
+    """None when the kernel's float arithmetic is the Triton oracle's (same opcodes, same trees per thread,
+    their leaves named alike: which input element, parameter or exchanged pick), else what differs."""
     opcodes = Counter(op.opcode for op in float_ops(ptx_text))
     if opcodes != expected_float_opcodes(renormalize):
         return f"float opcodes {dict(opcodes)} != {dict(expected_float_opcodes(renormalize))}"
-    mine, triton = expression_roots(ptx_text), expression_roots(triton_ptx(renormalize))
+    mine, triton = expression_roots(ptx_text, PARAMS), expression_roots(triton_ptx(renormalize), TRITON_PARAMS)
     if mine != triton:
-        return f"float trees differ from Triton's:\n  kernel {dict(mine)}\n  triton {dict(triton)}"
+        return (f"float trees differ from Triton's:\n  kernel only {dict(mine - triton)}\n"
+                f"  triton only {dict(triton - mine)}")
     return None
 
 

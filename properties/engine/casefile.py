@@ -13,10 +13,13 @@ Floats are their bit patterns, 8 hex digits a word; integers are decimal; a word
 for n copies (``ff800000*248``). Each output field lists its distinct values, each with the implementations
 that wrote it, so a disagreement shows as two entries.
 
-Reading is strict: the JSON Schema ``case.schema.json`` beside this module (checked with ``jsonschema``) fixes
-every field's type and word syntax; the reader then checks the word counts (b x 256 logits, 256 bias, b rows
-of 8 ids and weights, metadata_size(tile_n) metadata) and that no implementation is listed twice. Anything
-else raises CaseFileError, one line naming the file and the field.
+Reading is strict: a file over MAX_FILE_BYTES is not read; the JSON Schema ``case.schema.json`` beside this
+module (checked with ``jsonschema``) fixes every field's type and word syntax, every nested object included
+(recorded, its environment, origin, each disagreement); the reader then checks the word counts (b x 256 logits,
+256 bias, b rows of 8 ids and weights, metadata_size(tile_n) metadata) before it expands any run, that every
+decimal word is an int32, and that no implementation is listed twice. Anything else raises CaseFileError, one
+line naming the file and the field. Writing checks the same schema first, so nothing is written that the
+reader would refuse.
 """
 
 import hashlib
@@ -44,6 +47,9 @@ REGRESSION_DIR = CORPORA / "regression"
 FAILURES_ENV = "ROUTING_FAILURES_DIR"
 SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
 _SHORT = 40  # characters of a refused value quoted in an error
+# The largest case file (b = 8, tile_n = 256, several distinct metadata values) is about 1 MB: a bigger file is
+# refused before it is read, so no JSON array of it is allocated.
+MAX_FILE_BYTES = 16 << 20
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "hypothesis")
 # The fields each implementation writes (metadata only when the case sets a tile); a recording must hold them.
 WRITES = {name: impl.writes for name, impl in REGISTRY.items()}
@@ -66,15 +72,31 @@ def _short(value):
     return text if len(text) <= _SHORT else text[:_SHORT] + "..."
 
 
+def _run_counts(tokens, size, field):
+    """Each token's run count, refused (CaseFileError naming ``field``) unless they add up to exactly ``size``:
+    counted before any run is expanded, so no count allocates more than its field holds."""
+    counts = []
+    for token in tokens:
+        count = token.partition("*")[2] or "1"
+        if len(count) > len(str(size)):  # more digits than the field's size: too long, whatever the rest says
+            raise CaseFileError(f"{field}: a run of {_short(count)} words, more than the {size} it holds")
+        counts.append(int(count))
+    if sum(counts) != size:
+        raise CaseFileError(f"{field}: expected {size} words, got {sum(counts)}")
+    return counts
+
+
 def decode_words(text, parse, dtype, size, field="words"):
-    """The array ``encode_words`` wrote; CaseFileError (naming ``field``) unless it holds exactly ``size`` words."""
-    values = []
-    for token in text.split():
-        word, _, count = token.partition("*")
-        values.extend([parse(word)] * (int(count) if count else 1))
-    if len(values) != size:
-        raise CaseFileError(f"{field}: expected {size} words, got {len(values)}")
-    return np.array(values, dtype)
+    """The array ``encode_words`` wrote; CaseFileError (naming ``field``) unless it holds exactly ``size`` words,
+    each within ``dtype``'s range."""
+    tokens = text.split()
+    counts = _run_counts(tokens, size, field)
+    words = [parse(token.partition("*")[0]) for token in tokens]
+    bounds = np.iinfo(dtype)
+    for word in words:
+        if not bounds.min <= word <= bounds.max:
+            raise CaseFileError(f"{field}: word {word} is outside {bounds.dtype} [{bounds.min}, {bounds.max}]")
+    return np.repeat(np.array(words, dtype), counts)
 
 
 def encode_floats(x):
@@ -190,10 +212,15 @@ def to_json(record):
 
 
 def write(path, record):
-    """Write ``record`` (a CaseFile) to ``path``, creating its folder."""
+    """Write ``record`` (a CaseFile) to ``path``, creating its folder; CaseFileError, with nothing written, when
+    the file would fail the schema."""
     path = Path(path)
+    text = json.dumps(to_json(record), indent=1) + "\n"
+    problem = _schema_error(json.loads(text))
+    if problem:
+        raise CaseFileError(f"{path}: not written: {problem}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(record), indent=1) + "\n")
+    path.write_text(text)
     return path
 
 
@@ -233,6 +260,9 @@ def from_json(data):
 def read(path):
     """The CaseFile at ``path``; CaseFileError (one line: the file, the field, what is wrong) when it is not
     one, OSError when it cannot be opened."""
+    size = Path(path).stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise CaseFileError(f"{path}: (file): {size} bytes, more than a case file's {MAX_FILE_BYTES}")
     text = Path(path).read_bytes()
     try:
         data = json.loads(text)

@@ -71,9 +71,12 @@ CATALOG = (
             (STATIC,), (R, "t = mul_f32(sub_f32(ZERO, x), LOG2E)", "t = mul_f32(x, Imm(0xBFB8AA3B))")),
     _mutant("sum_from_first_pick", "total starts at s_0 instead of 0.0 + s_0 (same outputs: s_0 is never -0.0)",
             (STATIC,), (R, "total = add_f32(ZERO, picked[0])", "total = picked[0]")),
-    _mutant("sum_reversed", "total summed from the 8th pick down to the 1st", (DIFFERENTIAL,),
+    _mutant("sum_reversed", "total summed from the 8th pick down to the 1st (the picks are named leaves)", BOTH,
             (R, "total = add_f32(ZERO, picked[0])\n    for s in picked[1:]:",
              "total = add_f32(ZERO, picked[-1])\n    for s in picked[-2::-1]:")),
+    _mutant("bias_of_mirrored_expert", "each score takes the bias of its lane's mirrored expert (slot 7 - j): "
+            "the same opcodes and trees over other leaves", BOTH,
+            (R, "zip(scores, bias)]", "zip(scores, bias[::-1])]")),
     _mutant("eps_1e-20", "renormalization eps float32(1e-20) in place of float32(1e-15)", BOTH,
             (R, "RENORM_EPS = Imm(0x26901D7D)  # float32(1e-15)", "RENORM_EPS = Imm(0x1E3CE508)  # float32(1e-20)")),
     _mutant("unscaled_weights", "renormalize=False weights are s, not s * scale", BOTH,

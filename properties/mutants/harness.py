@@ -24,6 +24,7 @@ CASEFILE = "properties/engine/casefile.py"
 REPLAY = "properties/replay.py"
 INVARIANTS = "properties/invariants.py"
 CHECKS = "properties/codegen/checks.py"
+FLOAT_OPS = "oracles/ptx/float_ops.py"
 FPENV = "oracles/fpenv.py"
 GATE = "properties/tools/gate.py"
 REGRESSION = "corpora/regression"
@@ -32,6 +33,7 @@ MODEL_T = "tests/test_model_routing.py::"
 STATIC_T = "tests/test_kernel_static_cpu.py::"
 CORPUS_T = "tests/test_corpus_cpu.py::"
 CASEFILE_T = "tests/test_casefile_roundtrip_cpu.py::"
+CASEFILE_READ_T = "tests/test_casefile_cpu.py::"
 INV_T = "tests/test_invariants_cpu.py::test_a_hand_made_break_is_reported"
 SAMPLE_T = "tests/test_model_hardware_sample.py::test_model_matches_recorded_hardware"
 COMMON_T = "tests/test_model_hardware_sample.py::test_the_numpy_common_path_gives_the_torch_bits_at_its_edges"
@@ -185,7 +187,14 @@ CATALOG = (
     # ---- case files
     _m("casefile_word_count_unchecked", CASEFILE, "a short word list read without complaint",
        CASEFILE_T + "test_a_bad_file_is_refused_naming_what_is_wrong[short bias]",
-       ("if len(values) != size:", "if len(values) > size:")),
+       ("if sum(counts) != size:", "if sum(counts) > size:")),
+    _m("casefile_runs_expanded_unbounded", CASEFILE, "a word list's runs expanded before their total is checked",
+       CASEFILE_READ_T + "test_a_run_is_refused_before_it_is_expanded",
+       ("    counts = _run_counts(tokens, size, field)\n",
+        '    counts = [int(token.partition("*")[2] or 1) for token in tokens]\n'),
+       ("    return np.repeat(np.array(words, dtype), counts)\n",
+        "    values = np.repeat(np.array(words, dtype), counts)\n    if values.size != size:\n"
+        '        raise CaseFileError(f"{field}: expected {size} words, got {values.size}")\n    return values\n')),
     _m("casefile_last_run_long", CASEFILE, "the last run of words written one word too long",
        CASEFILE_T + "test_runs_of_words_decode_to_their_counts[7*3 -1 0*2-6-want0]",
        ("counts = np.diff(np.concatenate([starts, [words.size]]))",
@@ -253,6 +262,10 @@ CATALOG = (
        ("return [] if mismatch is None else [mismatch]", "return []")),
     _m("cg_float_trees_unchecked", CHECKS, "the float check compares opcode counts only",
        STATIC_T + "test_a_changed_float_emission_is_reported[operands swapped]", ("if mine != triton:", "if False:")),
+    _m("cg_float_leaves_anonymous", FLOAT_OPS, "every leaf of the float trees one anonymous value again",
+       (STATIC_T + "test_a_changed_float_emission_is_reported[picks summed in another order]",
+        "tests/test_ptx_float_ops_cpu.py::test_a_sum_taken_in_another_order_changes_the_tree"),
+       ("            result = names[operand]\n", "            result = LEAF\n")),
     _m("cg_load_placement_unchecked", CHECKS, "load placement around the wait not checked",
        STATIC_T + "test_a_misplaced_wait_is_reported[wait-after-1-loads]",
        ("if [(load.before_wait, load.after_wait) for load in pair] != [place] * 2:", "if False:")),
