@@ -235,6 +235,7 @@ def test_case_files_keep_the_ends_of_the_local_range(offset, count):
     rng = np.random.default_rng(offset + count)
     case = RoutingCase(rng.standard_normal((1, EXPERTS), dtype=np.float32), np.zeros(EXPERTS, np.float32),
                        np.float32(1.0), False, 1, offset, count, "local_range_ends")
-    record = casefile.CaseFile(case, run_all(case, ["model"]), {"by": ["model"], "environment": {}}, {}, [])
+    outputs = run_all(case, ["model"])
+    record = casefile.CaseFile(case, outputs, casefile.recording(outputs), {"generator": case.generator}, [])
     again = casefile.from_json(json.loads(json.dumps(casefile.to_json(record))))
     assert again.case.same_inputs(case)
