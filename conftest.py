@@ -25,7 +25,7 @@ profiles.register()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT))
 
 _SKIP_PREFIX = "Skipped: "
-_session = {"named": {}, "unnamed": [], "progress": None, "terminal": None, "gpu_passed": 0}
+_session = {"named": {}, "unnamed": [], "progress": None, "config": None, "gpu_passed": 0}
 
 # Which part of the harness a test file checks, for the gate's summary (first matching prefix wins).
 GROUPS = (
@@ -89,7 +89,7 @@ def pytest_configure(config):
     if problem:
         raise pytest.UsageError(problem)
     _session["progress"] = progress.Writer.for_config(config, config.getoption("--gate-progress"))
-    _session["terminal"] = config.pluginmanager.get_plugin("terminalreporter")
+    _session["config"] = config
 
 
 def pytest_collection_finish(session):
@@ -137,8 +137,11 @@ def _note_progress(report):
         return
     if report.failed:
         test = writer.failed(report.nodeid, report.when)
-        _session["terminal"].write_line(f"gate: FAILED {test}", red=True, bold=True)
-        _session["terminal"].flush()
+        terminal = _session["config"].pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:  # None under -p no:terminal: the progress file still names it
+            terminal.write("\n")  # off the line of progress letters (-q) that write_line would continue
+            terminal.write_line(f"gate: FAILED {test}", red=True, bold=True)
+            terminal.flush()
     if report.when == "teardown":
         writer.test_done()
 
@@ -172,11 +175,6 @@ def pytest_collectreport(report):
         g = _group(report.nodeid)
         g["skipped"] += 1
         g["skip_reasons"][reason] = g["skip_reasons"].get(reason, 0) + 1
-
-
-def pytest_sessionfinish(session):
-    if _session["progress"] is not None:
-        _session["progress"].finish()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -1,15 +1,13 @@
 """The gate's progress file: what the controlling pytest process knows while the suite runs.
 
 JSON lines, appended by the controlling process alone (under pytest-xdist the conftest hooks also run in
-every worker, whose counts are partial: a worker never writes): ``{"done": N, "collected": M}`` at most every
-EVERY_S seconds and at the end, ``{"failed": TEST}`` the moment a test fails (its node id, with the phase when it is not the call). The gate's
-ticker shows the last count; a gate cut short reports the failures so far from it.
+every worker, whose counts are partial: a worker never writes): ``{"done": N, "collected": M}`` when
+collection ends and after every test, ``{"failed": TEST}`` the moment a test fails (its node id, with the
+phase when it is not the call). The gate's ticker shows the last count; a gate cut short reports the
+failures so far from it.
 """
 
 import json
-import time
-
-EVERY_S = 1.0
 
 
 def is_worker(config):
@@ -21,7 +19,7 @@ class Writer:
     """Appends the controller's counts and failures to ``path``."""
 
     def __init__(self, path):
-        self.path, self.done, self.collected, self._written = path, 0, None, float("-inf")
+        self.path, self.done, self.collected = path, 0, None
 
     @classmethod
     def for_config(cls, config, path):
@@ -33,7 +31,6 @@ class Writer:
             f.write(json.dumps(entry) + "\n")
 
     def _count(self):
-        self._written = time.monotonic()
         self._append({"done": self.done, "collected": self.collected})
 
     def set_collected(self, n):
@@ -42,17 +39,13 @@ class Writer:
 
     def test_done(self):
         self.done += 1
-        if time.monotonic() - self._written >= EVERY_S:
-            self._count()
+        self._count()
 
     def failed(self, nodeid, when):
         """Record the failure of ``nodeid`` in phase ``when``; returns how it is named."""
         test = nodeid if when == "call" else f"{nodeid} ({when})"
         self._append({"failed": test})
         return test
-
-    def finish(self):
-        self._count()
 
 
 def read(path):
