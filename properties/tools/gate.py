@@ -147,7 +147,7 @@ def build_flashinfer(require_gpu):
     return {"ran": True, "failed": False, "why": "", "seconds": time.monotonic() - started}
 
 
-def check_mufu(gpu_reason, check=recheck.check):
+def check_mufu(gpu_reason):
     """The MUFU tables part, on a GPU: the tables' GPU model against this one, a sample measured again on
     another model (oracles/mufu/recheck.py). {"ran", "failed", "why", "seconds"}; failed: the GPU tier must
     not run, since the model would blame the kernel for this GPU's own answers."""
@@ -155,7 +155,7 @@ def check_mufu(gpu_reason, check=recheck.check):
         return {"ran": False, "failed": False, "why": f"not run: {gpu_reason}", "seconds": 0.0}
     started = time.monotonic()
     try:
-        holds, line = check()
+        holds, line = recheck.check()
     except Exception as exc:  # a sample that cannot be measured is a tier that cannot be trusted, not a crash
         holds, line = False, f"MUFU tables could not be sampled on this GPU: {type(exc).__name__}: {exc}"
     return {"ran": True, "failed": not holds, "why": line, "seconds": time.monotonic() - started}
