@@ -87,7 +87,7 @@ NOTHING_RAN = "the selection ran no test"
     (5, None),  # nothing collected, no report
     (5, _summary(ran=0, groups={})),  # nothing collected
     (0, _summary(ran=0, groups={"g": {**_summary()["groups"]["g"], "passed": 0, "skipped": 3}})),  # all skipped
-])
+], ids=["usage-error", "nothing-collected-no-report", "nothing-collected", "all-skipped"])
 def test_a_selection_that_ran_no_test_fails_and_says_so_last(rc, summary):
     reasons = gate.verdict(rc, summary, _BUILT, {}, require_gpu=False)
     assert reasons and reasons[-1].startswith(NOTHING_RAN) and f"pytest exit {rc}" in reasons[-1]
@@ -170,7 +170,8 @@ def test_require_gpu_on_a_cpu_fails_even_when_every_selected_test_passed(tmp_pat
     assert result.stdout.splitlines()[-1] == "verify: FAIL"
 
 
-@pytest.mark.parametrize("selection", [["tests/test_no_such_file.py"], [CPU_FILE, "-k", "no_test_has_this_name"]])
+@pytest.mark.parametrize("selection", [["tests/test_no_such_file.py"], [CPU_FILE, "-k", "no_test_has_this_name"]],
+                         ids=["no-such-file", "all-deselected"])
 def test_a_gate_whose_selection_ran_no_test_fails_and_does_not_say_every_check_ran(selection, tmp_path):
     result = _gate(["--", "-n", "0", *selection], tmp_path / "r", no_gpu_env())
     fails = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("FAIL:")]
