@@ -93,7 +93,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_finish(session):
-    if _session["progress"] is not None and not session.config.pluginmanager.has_plugin("dsession"):
+    """Without pytest-xdist (under it the controller collects nothing: see the next hook)."""
+    if _session["progress"] is not None:
         _session["progress"].set_collected(len(session.items))
 
 
