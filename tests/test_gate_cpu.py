@@ -13,7 +13,7 @@ import pytest
 from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.provenance import REPO_ROOT
 from properties.engine import implementations
-from properties.tools import gate
+from properties.tools import gate, profiles
 
 GATE_TIMEOUT_S = 300
 # A small file of GPU checks: on a CPU each is a named GPU skip. A small file of CPU checks.
@@ -201,3 +201,12 @@ def test_a_module_skipped_at_collection_is_counted_as_a_skip(tmp_path):
                    cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     summary = json.loads(report.read_text())
     assert [s["reason"] for s in summary["unnamed_skips"]] == ["no reason given"]
+
+
+def test_the_default_gpu_profile_draws_fresh_seeds_and_no_fewer_examples_than_ci(monkeypatch):
+    examples, derandomized = profiles.PROFILES[profiles.GATE_GPU]
+    assert examples >= profiles.PROFILES["ci"][0] and not derandomized
+    monkeypatch.setattr(gate, "cuda_reason", lambda: None)
+    assert gate.parse([])[0].profile == profiles.GATE_GPU
+    monkeypatch.setattr(gate, "cuda_reason", lambda: "no CUDA device on this machine")
+    assert gate.parse([])[0].profile == profiles.GATE_CPU == "ci"
