@@ -40,8 +40,19 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
 
+# `make verify`: the gate (profile "gate" on a GPU, "ci" without; GATE_ARGS e.g. "--workers-per-gpu 8").
+# `make verify-nightly`: the gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples), then
+# the soak (SOAK_ARGS, default 10^9 rows); both run, and it fails if either does.
+GATE_ARGS ?=
+NIGHTLY_PROFILE ?= gpu
+.PHONY: verify-nightly
 verify: $(STAMP)
-	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) -- $(PYTEST_ARGS)
+	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS)
+
+verify-nightly: $(STAMP) flashinfer-oracle
+	$(PY) -m properties.tools.gate --profile $(NIGHTLY_PROFILE) $(GATE_ARGS) -- $(PYTEST_ARGS); gate=$$?; \
+	  $(PY) -m properties.soak $(SOAK_ARGS); soak=$$?; \
+	  test $$gate -eq 0 && test $$soak -eq 0
 
 # CI: the wheel installs every subpackage and data file. Built here, installed into a fresh venv that sees
 # this venv's packages (no download), imported from outside the checkout, and used to replay a corpus case.
@@ -127,10 +138,16 @@ bench: $(STAMP) flashinfer-oracle
 
 # The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
 # kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
-# corpora/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only div_rn".
-.PHONY: mutants
+# reports/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only div_rn".
+# `make mutants-corpus` copies the minimal cases of the last GPU run (make mutants or make verify) into the
+# committed corpora/mutants/, when a person decides they should replace it.
+.PHONY: mutants mutants-corpus
 mutants: $(STAMP)
 	$(PY) -m properties.mutants $(MUTANTS_ARGS)
+
+mutants-corpus:
+	@ls reports/mutants/*.json >/dev/null 2>&1 || { echo "mutants-corpus: no minimal cases in reports/mutants/ (run the mutants on a GPU first)"; exit 2; }
+	cp reports/mutants/*.json corpora/mutants/
 
 # The soak engine (properties/soak/): drawn edge-case batches, every implementation against the model on the
 # device, bit for bit; case files of disagreements to corpora/failures/, summary JSON (reports/soak.json).

@@ -14,7 +14,7 @@ from hypothesis import settings
 
 from oracles.fpenv import assert_subnormals_kept
 from oracles.provenance import cuda_reason
-from properties.tools import profiles
+from properties.tools import profiles, progress
 from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 
 # A library built with -ffast-math can switch FTZ/DAZ on for the whole process; every float comparison
@@ -25,8 +25,7 @@ profiles.register()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT))
 
 _SKIP_PREFIX = "Skipped: "
-PROGRESS_EVERY_S = 1.0
-_session = {"done": 0, "named": {}, "unnamed": [], "progress": None, "written": 0.0}
+_session = {"named": {}, "unnamed": [], "progress": None, "config": None, "gpu_passed": 0}
 
 # Which part of the harness a test file checks, for the gate's summary (first matching prefix wins).
 GROUPS = (
@@ -78,7 +77,8 @@ def cases(request):
 
 def pytest_addoption(parser):
     parser.addoption("--gate-report", default=None, help="write a per-group JSON summary of this run here")
-    parser.addoption("--gate-progress", default=None, help="keep the number of finished tests in this file")
+    parser.addoption("--gate-progress", default=None,
+                     help="append the tests done and failures to this file (properties/tools/progress.py)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -88,7 +88,21 @@ def pytest_configure(config):
     problem = profiles.problem(profile, config.getoption("hypothesis_seed", None) is not None)
     if problem:
         raise pytest.UsageError(problem)
-    _session["progress"] = config.getoption("--gate-progress")
+    _session["progress"] = progress.Writer.for_config(config, config.getoption("--gate-progress"))
+    _session["config"] = config
+
+
+def pytest_collection_finish(session):
+    """Without pytest-xdist (under it the controller collects nothing: see the next hook)."""
+    if _session["progress"] is not None:
+        _session["progress"].set_collected(len(session.items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under pytest-xdist the controller collects nothing itself: every worker reports the same ids."""
+    if _session["progress"] is not None and _session["progress"].collected is None:
+        _session["progress"].set_collected(len(ids))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -117,14 +131,20 @@ def _count_skip(report, reason):
 
 
 def _note_progress(report):
-    if report.when != "teardown" or not _session["progress"]:
+    """In the controller under the gate: count the test when its teardown is reported, and name a failure
+    at once (on the terminal and in the progress file)."""
+    writer = _session["progress"]
+    if writer is None:
         return
-    _session["done"] += 1
-    now = time.monotonic()
-    if now - _session["written"] >= PROGRESS_EVERY_S:
-        _session["written"] = now
-        with open(_session["progress"], "w") as f:
-            f.write(str(_session["done"]))
+    if report.failed:
+        test = writer.failed(report.nodeid, report.when)
+        terminal = _session["config"].pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:  # None under -p no:terminal: the progress file still names it
+            terminal.write("\n")  # off the line of progress letters (-q) that write_line would continue
+            terminal.write_line(f"gate: FAILED {test}", red=True, bold=True)
+            terminal.flush()
+    if report.when == "teardown":
+        writer.test_done()
 
 
 def pytest_runtest_logreport(report):
@@ -144,6 +164,7 @@ def pytest_runtest_logreport(report):
             g["failures"].append(report.nodeid)
         else:
             g["passed"] += 1
+            _session["gpu_passed"] += report.when == "call" and "gpu" in report.keywords
 
 
 def pytest_collectreport(report):
@@ -158,12 +179,14 @@ def pytest_collectreport(report):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if hasattr(config, "workeroutput"):
+    if progress.is_worker(config):
         return
     path = config.getoption("--gate-report")
     gpu_not_run = _session["named"].get(GPU_NOT_RUN, 0)
+    ran = sum(g["passed"] + g["failed"] for g in _gate.values())
     if path:
-        record = {"exitstatus": int(exitstatus), "groups": _gate, "gpu_checks_not_run": gpu_not_run,
+        record = {"exitstatus": int(exitstatus), "groups": _gate, "ran": ran, "gpu_checks_not_run": gpu_not_run,
+                  "gpu_checks_passed": _session["gpu_passed"],
                   "named_skips": _session["named"], "unnamed_skips": _session["unnamed"],
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -173,5 +196,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for skip in _session["unnamed"]:
         terminalreporter.write_line(f"unexpected skip (fails the gate): {skip['test']}: {skip['reason']}",
                                     red=True, bold=True)
-    if not _session["named"] and not _session["unnamed"]:
+    if not ran:
+        terminalreporter.write_line("no check ran: nothing was verified", red=True, bold=True)
+    elif not _session["named"] and not _session["unnamed"]:
         terminalreporter.write_line("every check selected in this run ran", green=True)

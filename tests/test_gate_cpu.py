@@ -1,6 +1,7 @@
 """`make verify`'s gate is never fooled by its own inputs: bad options exit 2 before anything is written,
-reports are whole and never a previous run's, skips without a named reason fail, a missing nvcc or oracle
-is reported as not run (a failure under VERIFY_REQUIRE_GPU=1), and verify.json says where it ran."""
+reports are whole and never a previous run's, skips without a named reason fail, a selection that ran no
+test fails, a missing nvcc or oracle is reported as not run (a failure under VERIFY_REQUIRE_GPU=1, as is no
+GPU or no GPU check passed), and verify.json says where it ran."""
 
 import json
 import os
@@ -12,11 +13,12 @@ import pytest
 from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.provenance import REPO_ROOT
 from properties.engine import implementations
-from properties.tools import gate
+from properties.tools import gate, profiles
 
 GATE_TIMEOUT_S = 300
-# A small file of GPU checks: on a CPU each is a named GPU skip.
+# A small file of GPU checks: on a CPU each is a named GPU skip. A small file of CPU checks.
 GPU_FILE = "tests/test_bench_gpu.py"
+CPU_FILE = "tests/test_layers_cpu.py"
 
 
 # The outer run's gate settings (make verify on a GPU runner sets VERIFY_REQUIRE_GPU=1) must not reach the
@@ -44,10 +46,16 @@ def test_bad_options_give_one_line_and_exit_2_before_anything_is_written(args, m
     assert not reports.exists()
 
 
+def no_gpu_env():
+    """No CUDA device and no nvcc (the FlashInfer build is then "not run" at once)."""
+    return {"CUDA_VISIBLE_DEVICES": "", "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                                if not os.path.exists(os.path.join(p, "nvcc")))}
+
+
 def _summary(**overrides):
     base = {"groups": {"g": {"passed": 1, "failed": 0, "skipped": 0, "cases": 0, "seconds": 0.0,
                              "skip_reasons": {}, "failures": []}},
-            "gpu_checks_not_run": 0, "named_skips": {}, "unnamed_skips": []}
+            "ran": 1, "gpu_checks_not_run": 0, "gpu_checks_passed": 1, "named_skips": {}, "unnamed_skips": []}
     return {**base, **overrides}
 
 
@@ -60,7 +68,29 @@ def test_verdict_fails_on_gpu_gaps_only_when_required_and_on_a_missing_report():
     assert gate.verdict(0, gaps, _BUILT, {"triton": "ImportError: x"}, require_gpu=False) == []
     reasons = gate.verdict(0, gaps, _BUILT, {"triton": "ImportError: x"}, require_gpu=True)
     assert len(reasons) == 2 and "triton" in reasons[1]
-    assert "wrote no report" in gate.verdict(4, None, _BUILT, {}, require_gpu=False)[0]
+    assert "wrote no report" in gate.verdict(3, None, _BUILT, {}, require_gpu=False)[0]
+
+
+def test_require_gpu_fails_without_a_gpu_or_without_a_passed_gpu_check():
+    no_gpu = gate.verdict(0, _summary(), _BUILT, {}, require_gpu=True, gpu_reason="no CUDA device on this machine")
+    assert no_gpu == ["no GPU found (VERIFY_REQUIRE_GPU=1): no CUDA device on this machine"]
+    assert gate.verdict(0, _summary(gpu_checks_passed=0), _BUILT, {}, require_gpu=True) == [
+        "0 GPU checks passed (VERIFY_REQUIRE_GPU=1): no GPU test ran"]
+    assert gate.verdict(0, _summary(gpu_checks_passed=0), _BUILT, {}, require_gpu=False) == []
+
+
+NOTHING_RAN = "the selection ran no test"
+
+
+@pytest.mark.parametrize("rc, summary", [
+    (4, None),  # a usage error: no such file
+    (5, None),  # nothing collected, no report
+    (5, _summary(ran=0, groups={})),  # nothing collected
+    (0, _summary(ran=0, groups={"g": {**_summary()["groups"]["g"], "passed": 0, "skipped": 3}})),  # all skipped
+], ids=["usage-error", "nothing-collected-no-report", "nothing-collected", "all-skipped"])
+def test_a_selection_that_ran_no_test_fails_and_says_so_last(rc, summary):
+    reasons = gate.verdict(rc, summary, _BUILT, {}, require_gpu=False)
+    assert reasons and reasons[-1].startswith(NOTHING_RAN) and f"pytest exit {rc}" in reasons[-1]
 
 
 def test_a_failed_test_or_an_unnamed_skip_fails_the_verdict_whatever_pytest_returned():
@@ -119,16 +149,44 @@ def test_reports_are_this_runs_and_whole(monkeypatch, tmp_path):
 
 
 def test_gate_end_to_end_counts_named_gpu_skips_and_require_gpu_fails_on_them(tmp_path):
-    env = {"CUDA_VISIBLE_DEVICES": "", "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                   if not os.path.exists(os.path.join(p, "nvcc")))}
-    result = _gate(["--", "-n", "0", GPU_FILE], tmp_path / "a", env)
+    env = no_gpu_env()
+    result = _gate(["--", "-n", "0", CPU_FILE, GPU_FILE], tmp_path / "a", env)
     record = json.loads((tmp_path / "a" / "verify.json").read_text())
     assert result.returncode == 0 and record["verdict"] == "PASS", result.stdout + result.stderr
     assert record["tests"]["gpu_checks_not_run"] >= 1 and record["tests"]["unnamed_skips"] == []
     assert record["flashinfer_build"]["why"].startswith("not run: nvcc not on PATH")
-    required = _gate(["--require-gpu", "--", "-n", "0", GPU_FILE], tmp_path / "b", env)
+    required = _gate(["--require-gpu", "--", "-n", "0", CPU_FILE, GPU_FILE], tmp_path / "b", env)
     assert required.returncode == 1 and "GPU checks did not run" in required.stdout
     assert required.stdout.splitlines()[-1] == "verify: FAIL"
+
+
+def test_require_gpu_on_a_cpu_fails_even_when_every_selected_test_passed(tmp_path):
+    result = _gate(["--", "-n", "0", CPU_FILE], tmp_path / "r", {**no_gpu_env(), "VERIFY_REQUIRE_GPU": "1"})
+    record = json.loads((tmp_path / "r" / "verify.json").read_text())
+    assert result.returncode == 1 and record["verdict"] == "FAIL", result.stdout + result.stderr
+    assert record["tests"]["ran"] >= 1 and record["tests"]["gpu_checks_passed"] == 0
+    fails = [line for line in result.stdout.splitlines() if line.strip().startswith("FAIL:")]
+    assert any("no GPU found" in line for line in fails) and any("0 GPU checks passed" in line for line in fails)
+    assert result.stdout.splitlines()[-1] == "verify: FAIL"
+
+
+@pytest.mark.parametrize("selection", [["tests/test_no_such_file.py"], [CPU_FILE, "-k", "no_test_has_this_name"]],
+                         ids=["no-such-file", "all-deselected"])
+def test_a_gate_whose_selection_ran_no_test_fails_and_does_not_say_every_check_ran(selection, tmp_path):
+    result = _gate(["--", "-n", "0", *selection], tmp_path / "r", no_gpu_env())
+    fails = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("FAIL:")]
+    assert result.returncode == 1 and fails[-1].startswith(f"FAIL: {NOTHING_RAN}"), result.stdout + result.stderr
+    assert "every check selected in this run ran" not in result.stdout
+    assert result.stdout.splitlines()[-1] == "verify: FAIL"
+
+
+def test_reports_naming_a_file_gives_one_line_and_exit_2(tmp_path):
+    existing = tmp_path / "verify.json"
+    existing.write_text("kept")
+    result = _gate(["--reports", str(existing)], tmp_path / "unused")
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"gate: error: argument --reports: {existing} is a file, not a folder"]
+    assert existing.read_text() == "kept" and not (tmp_path / "unused").exists()
 
 
 def test_a_module_skipped_at_collection_is_counted_as_a_skip(tmp_path):
@@ -143,3 +201,12 @@ def test_a_module_skipped_at_collection_is_counted_as_a_skip(tmp_path):
                    cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     summary = json.loads(report.read_text())
     assert [s["reason"] for s in summary["unnamed_skips"]] == ["no reason given"]
+
+
+def test_the_default_gpu_profile_draws_fresh_seeds_and_no_fewer_examples_than_ci(monkeypatch):
+    examples, derandomized = profiles.PROFILES[profiles.GATE_GPU]
+    assert examples >= profiles.PROFILES["ci"][0] and not derandomized
+    monkeypatch.setattr(gate, "cuda_reason", lambda: None)
+    assert gate.parse([])[0].profile == profiles.GATE_GPU
+    monkeypatch.setattr(gate, "cuda_reason", lambda: "no CUDA device on this machine")
+    assert gate.parse([])[0].profile == profiles.GATE_CPU == "ci"

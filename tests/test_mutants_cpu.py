@@ -16,6 +16,7 @@ import torch
 
 from kernel import routing
 from kernel.layout import META_NUM_CTAS
+from oracles.provenance import REPO_ROOT
 from properties.engine import casefile, device
 from properties.engine.cases import Outputs
 from properties.engine.compare import disagreements
@@ -113,13 +114,19 @@ def fake_gpu(monkeypatch, tmp_path):
     tmp_path; returns a fault setter."""
     monkeypatch.setattr(device, "target", lambda: torch.device("cpu"))
     monkeypatch.setattr(device, "synchronize", lambda: None)
-    monkeypatch.setattr(mutant_probe, "CORPUS_DIR", tmp_path)
+    monkeypatch.setattr(mutant_probe, "SAVED_DIR", tmp_path)
     monkeypatch.setattr(routing, "prepare", lambda renormalize=True: None)
 
     def set_fault(fault):
         monkeypatch.setattr(device, "launch", _fake_launch(fault))
 
     return set_fault
+
+
+def test_a_run_saves_its_minimal_cases_under_the_untracked_reports_not_the_committed_corpus():
+    saved = mutant_probe.SAVED_DIR.relative_to(REPO_ROOT)
+    assert saved.parts[0] == "reports" and "/reports/" in (REPO_ROOT / ".gitignore").read_text().split()
+    assert mutant_probe.CORPUS_DIR.relative_to(REPO_ROOT).parts[0] == "corpora"
 
 
 def test_a_weight_fault_is_found_minimised_to_one_row_saved_and_replayed(fake_gpu):

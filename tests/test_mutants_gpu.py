@@ -1,16 +1,16 @@
 """The mutant catalog on the GPU: both tiers on every mutant of properties/mutants/catalog.py and on the real kernel.
 
 Every mutant must be killed (each declared tier killing it), every differential kill minimised and saved to
-corpora/mutants/<mutant>.json, and the real kernel must pass both tiers and match the model on every saved
-case. The kill table goes to reports/mutants.json. A few minutes: each probe compiles its own kernel copy,
-up to 8 at a time.
+reports/mutants/<mutant>.json (never the committed corpora/mutants/: `make mutants-corpus` copies them there),
+and the real kernel must pass both tiers and match the model on every saved case. The kill table goes to
+reports/mutants.json. A few minutes: each probe compiles its own kernel copy, up to 8 at a time.
 """
 
 from pathlib import Path
 
 import pytest
 
-from properties.mutants import runner
+from properties.mutants import probe, runner
 from properties.mutants.catalog import CATALOG, DIFFERENTIAL
 
 pytestmark = pytest.mark.gpu
@@ -24,3 +24,4 @@ def test_every_mutant_is_killed_and_the_real_kernel_passes():
         assert row["killed_by"] and not row["not_run"], row
         if DIFFERENTIAL in row["killed_by"]:
             assert row["case"] and Path(row["case"]).is_file(), f"{row['mutant']}: no saved minimal case"
+            assert Path(row["case"]).parent == probe.SAVED_DIR, f"{row['case']}: saved outside {probe.SAVED_DIR}"

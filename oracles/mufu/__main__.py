@@ -53,8 +53,7 @@ def _unary_hw(name, bits):
 
 
 def _measure_tables():
-    unit = {"ex2_pos": "ex2_approx_ftz_f32", "ex2_neg": "ex2_approx_ftz_f32", "rcp": "rcp_approx_ftz_f32"}
-    return {name: _unary_hw(unit[name], bits) for name, bits in tables.inputs().items()}
+    return {name: _unary_hw(tables.INSTRUCTIONS[name], bits) for name, bits in tables.inputs().items()}
 
 
 def _classes():

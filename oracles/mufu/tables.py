@@ -22,6 +22,9 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 DATA_FILE = DATA_DIR / "mufu-tables.bin"
 PROVENANCE_FILE = DATA_DIR / "mufu-tables.json"
 TABLE_NAMES = ("ex2_pos", "ex2_neg", "rcp")
+# Each table's PTX instruction (oracles/mufu/hardware.py) and the hardware unit that answers it.
+INSTRUCTIONS = {"ex2_pos": "ex2_approx_ftz_f32", "ex2_neg": "ex2_approx_ftz_f32", "rcp": "rcp_approx_ftz_f32"}
+UNITS = {"ex2_pos": "MUFU.EX2", "ex2_neg": "MUFU.EX2", "rcp": "MUFU.RCP"}
 _XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
 _TWO_BIT_MIN, _TWO_BIT_MAX = -2, 1
 

@@ -27,6 +27,7 @@ CHECKS = "properties/codegen/checks.py"
 FLOAT_OPS = "oracles/ptx/float_ops.py"
 FPENV = "oracles/fpenv.py"
 GATE = "properties/tools/gate.py"
+PROGRESS = "properties/tools/progress.py"
 REGRESSION = "corpora/regression"
 
 MODEL_T = "tests/test_model_routing.py::"
@@ -38,6 +39,7 @@ INV_T = "tests/test_invariants_cpu.py::test_a_hand_made_break_is_reported"
 SAMPLE_T = "tests/test_model_hardware_sample.py::test_model_matches_recorded_hardware"
 COMMON_T = "tests/test_model_hardware_sample.py::test_the_numpy_common_path_gives_the_torch_bits_at_its_edges"
 GATE_T = "tests/test_gate_cpu.py::"
+GATE_PROGRESS_T = "tests/test_gate_progress_cpu.py::"
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,19 @@ CATALOG = (
     _m("gate_require_gpu_ignored", GATE, "VERIFY_REQUIRE_GPU=1 does not fail on GPU checks not run",
        GATE_T + "test_verdict_fails_on_gpu_gaps_only_when_required_and_on_a_missing_report",
        ('if summary["gpu_checks_not_run"]:', "if False:")),
+    _m("gate_vacuous_pass", GATE, "a selection that ran no test passes the gate",
+       GATE_T + "test_a_selection_that_ran_no_test_fails_and_says_so_last[all-skipped]",
+       ("    if _ran_nothing(rc, summary):\n", "    if False:\n")),
+    _m("gate_require_gpu_without_gpu", GATE, "VERIFY_REQUIRE_GPU=1 passes on a machine with no GPU",
+       GATE_T + "test_require_gpu_fails_without_a_gpu_or_without_a_passed_gpu_check",
+       ("        if gpu_reason is not None:\n            reasons.append", "        if False:\n            reasons.append")),
+    _m("gate_require_gpu_no_gpu_check_passed", GATE, "VERIFY_REQUIRE_GPU=1 passes when no GPU check passed",
+       GATE_T + "test_require_gpu_fails_without_a_gpu_or_without_a_passed_gpu_check",
+       ('if not summary["gpu_checks_passed"]:', "if False:")),
+    _m("progress_written_by_workers", PROGRESS, "every xdist worker writes its own partial count to the progress file",
+       (GATE_PROGRESS_T + "test_only_the_controlling_process_writes_progress",
+        GATE_PROGRESS_T + "test_under_xdist_the_counter_only_grows_to_the_tests_collected"),
+       ('return hasattr(config, "workeroutput")', "return False")),
 )
 
 # The four survivors of its first attempt (commit 5a4eedc): CI runs them live.

@@ -23,8 +23,10 @@ real kernel.
 
 Every case is a RoutingCase run through the engine (properties/engine/device.py: outputs poisoned in buffers
 larger than the contract's, compared bit for bit); the minimal case is saved as a case file with the model's
-outputs and the mutant's, recorded as "mutant:<name>", so ``make replay CASE=corpora/mutants`` on the GPU
-shows every live implementation agreeing and each recorded mutant differing (exit 1, like corpora/examples/).
+outputs and the mutant's, recorded as "mutant:<name>", in SAVED_DIR (reports/mutants/, untracked: a run never
+rewrites the committed corpus; `make mutants-corpus` copies them into CORPUS_DIR, corpora/mutants/, when a
+person decides), so ``make replay CASE=corpora/mutants`` on the GPU shows every live implementation agreeing
+and each recorded mutant differing (exit 1, like corpora/examples/).
 """
 
 import argparse
@@ -39,6 +41,7 @@ import numpy as np
 
 from kernel.layout import EXPERTS, MAX_TOKENS
 from oracles.numpy_model import route as model_route
+from oracles.provenance import REPO_ROOT
 from properties.engine import casefile
 from properties.engine.cases import RoutingCase
 from properties.engine.compare import describe as describe_disagreement
@@ -47,7 +50,8 @@ from properties.engine.implementations import REGISTRY
 from properties.families import batches, families
 from properties.floats import f32
 
-CORPUS_DIR = casefile.CORPORA / "mutants"
+CORPUS_DIR = casefile.CORPORA / "mutants"  # the committed minimal cases
+SAVED_DIR = REPO_ROOT / "reports" / "mutants"  # where a run saves them
 SCALE_BITS = (0x40200000, 0x3F800000, 0x00123456, 0x7F7FFFFF, 0x00000000)  # 2.5, 1, a subnormal, max, 0
 TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
 SIMPLE_SCALE = np.float32(1.0)
@@ -153,7 +157,7 @@ def minimise(case):
 
 
 def save_case(name, description, case, run, first, tried, steps):
-    """Write CORPUS_DIR/<name>.json: the model's outputs and the mutant's (recorded as "mutant:<name>", through
+    """Write SAVED_DIR/<name>.json: the model's outputs and the mutant's (recorded as "mutant:<name>", through
     the registry's runner of the imported kernel), their disagreements, and how the case was found."""
     outputs = {"model": REGISTRY["model"].run(case)}
     origin = {"mutant": name, "description": description, "found_by": "python -m properties.mutants",
@@ -166,7 +170,7 @@ def save_case(name, description, case, run, first, tried, steps):
     if run.error is None and not found:
         raise RuntimeError(f"{name}: the mismatch lies outside the buffers a case file records:\n"
                            + "\n".join(run.lines[:MISMATCH_LINES]))
-    path = CORPUS_DIR / f"{name}.json"
+    path = SAVED_DIR / f"{name}.json"
     casefile.write(path, casefile.CaseFile(case, outputs, casefile.recording(outputs), origin, found))
     return path
 

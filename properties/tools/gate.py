@@ -1,20 +1,27 @@
 """`make verify`: run everything this machine can run, summarise per part, fail on any mismatch.
 
-    python -m properties.tools.gate [--require-gpu] [--reports DIR] [--profile NAME] [-- PYTEST_ARGS...]
+    python -m properties.tools.gate [--require-gpu] [--reports DIR] [--profile NAME] [--workers-per-gpu N]
+                                    [-- PYTEST_ARGS...]
 
 Parts: the FlashInfer oracle build (nvcc; "not run" with the reason where nvcc or the sources are missing),
-the test suite (CPU tier everywhere, GPU tier where CUDA exists), and on a GPU the oracles' import probes.
+on a GPU the oracles' import probes and the MUFU tables' provenance against this GPU (oracles/mufu/recheck.py),
+then the test suite (CPU tier everywhere, GPU tier where CUDA exists and the tables hold). While the suite
+runs: "N of M tests done" at least every PROGRESS_S seconds, and each failure's test id when it is known.
 Writes DIR/verify.json (verdict, the reasons for a FAIL, per-part counts, commit, date, host, GPU, package
 versions) and DIR/junit.xml, each whole or not at all; the previous run's reports are removed first.
 Fails on any failed test, on any skip that is not a named one (a GPU check without CUDA, the FlashInfer
-build without nvcc or sources), and with VERIFY_REQUIRE_GPU=1 (or --require-gpu) when any GPU check, oracle
-or the FlashInfer library could not run. Unknown options or profiles: one line, exit 2, nothing written.
+build without nvcc or sources), on a selection that ran no test, on MUFU tables that differ on this GPU, and
+with VERIFY_REQUIRE_GPU=1 (or --require-gpu) when no GPU was found, no GPU check passed, or any GPU check,
+oracle or the FlashInfer library could not run. SIGTERM or SIGINT: pytest is ended and verify.json says
+INCOMPLETE (the failures so far, the parts not finished); exit 128 + the signal's number. Unknown options,
+profiles or a --reports that is a file: one line, exit 2, nothing written.
 """
 
 import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,14 +29,23 @@ import threading
 import time
 from pathlib import Path
 
+from pytest import ExitCode
+
 from oracles import provenance
 from oracles.flashinfer_routing import build as flashinfer_build
+from oracles.mufu import recheck
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
-from properties.tools import gpu_groups, profiles
+from properties.tools import gpu_groups, profiles, progress
 from properties.tools.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
+PROGRESS_FILE = "progress.jsonl"
+STOP_GRACE_S = 10  # after SIGTERM, pytest's process group gets this long before SIGKILL
+INTERRUPTS = (signal.SIGTERM, signal.SIGINT)
+INCOMPLETE = "INCOMPLETE"
+PARTS = ("flashinfer build", "oracle probes", "mufu tables", "tests")
+NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", "flashinfer-python", "hypothesis",
             "pytest", "pytest-xdist", "jsonschema")
@@ -44,6 +60,25 @@ def named_skip(reason):
     return next((name for name in NAMED_SKIPS if reason.startswith(name + ": ")), None)
 
 
+def _reports_folder(text):
+    """--reports: a folder, existing or to be made; not a file, nor under one."""
+    path = Path(text)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{existing} is a file, not a folder")
+    return path
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def parse(argv):
     """(options, pytest arguments) of a command line; one line and exit 2 for anything unknown."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -51,10 +86,13 @@ def parse(argv):
     argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = OneLineParser(prog="gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--require-gpu", action="store_true", default=os.environ.get("VERIFY_REQUIRE_GPU") == "1")
-    parser.add_argument("--reports", type=Path, default=ROOT / "reports")
-    parser.add_argument("--profile", default=None, help="Hypothesis profile (default: gpu with a GPU, else ci)")
+    parser.add_argument("--reports", type=_reports_folder, default=ROOT / "reports")
+    parser.add_argument("--profile", default=None,
+                        help=f"Hypothesis profile (default: {profiles.GATE_GPU} with a GPU, else {profiles.GATE_CPU})")
+    parser.add_argument("--workers-per-gpu", type=_positive, default=None,
+                        help="pytest-xdist workers per GPU (default: from the cores, properties/tools/gpu_groups.py)")
     args = parser.parse_args(argv)
-    args.profile = args.profile or ("ci" if cuda_reason() else "gpu")
+    args.profile = args.profile or (profiles.GATE_CPU if cuda_reason() else profiles.GATE_GPU)
     problem = profiles.problem(args.profile, profiles.seeded(pytest_args))
     if problem:
         parser.error(problem)
@@ -62,23 +100,18 @@ def parse(argv):
 
 
 class Ticker:
-    """Prints ``gate: <part> running, <tests done>, <elapsed> s`` every PROGRESS_S seconds while a part runs."""
+    """Prints ``gate: <part> running, <N of M tests done>, <elapsed> s`` every PROGRESS_S seconds while a part
+    runs, the counts from the progress file (properties/tools/progress.py)."""
 
     def __init__(self, started, progress_file=None):
         self.started, self.progress_file, self.part = started, progress_file, None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _done(self):
-        try:
-            return f"{int(Path(self.progress_file).read_text() or 0)} tests done, "
-        except (OSError, ValueError, TypeError):
-            return "0 tests done, "
-
     def _run(self):
         while not self._stop.wait(PROGRESS_S):
-            print(f"gate: {self.part} running, {self._done()}{time.monotonic() - self.started:.0f} s elapsed",
-                  flush=True)
+            print(f"gate: {self.part} running, {progress.describe(progress.read(self.progress_file))}, "
+                  f"{time.monotonic() - self.started:.0f} s elapsed", flush=True)
 
     def __enter__(self):
         self._thread.start()
@@ -87,6 +120,14 @@ class Ticker:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+class Interrupted(Exception):
+    """The gate received SIGTERM or SIGINT."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def build_flashinfer(require_gpu):
@@ -106,13 +147,48 @@ def build_flashinfer(require_gpu):
     return {"ran": True, "failed": False, "why": "", "seconds": time.monotonic() - started}
 
 
+def check_mufu(gpu_reason):
+    """The MUFU tables part, on a GPU: the tables' GPU model against this one, a sample measured again on
+    another model (oracles/mufu/recheck.py). {"ran", "failed", "why", "seconds"}; failed: the GPU tier must
+    not run, since the model would blame the kernel for this GPU's own answers."""
+    if gpu_reason is not None:
+        return {"ran": False, "failed": False, "why": f"not run: {gpu_reason}", "seconds": 0.0}
+    started = time.monotonic()
+    try:
+        holds, line = recheck.check()
+    except Exception as exc:  # a sample that cannot be measured is a tier that cannot be trusted, not a crash
+        holds, line = False, f"MUFU tables could not be sampled on this GPU: {type(exc).__name__}: {exc}"
+    return {"ran": True, "failed": not holds, "why": line, "seconds": time.monotonic() - started}
+
+
+def stop(proc):
+    """End ``proc`` and its process group (pytest and its xdist workers): SIGTERM, SIGKILL after STOP_GRACE_S."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(STOP_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_tests(scratch, profile, workers, pytest_args, gpus=0):
     """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None). With
-    ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py)."""
+    ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py). Pytest runs in a process
+    group of its own, ended whole when the gate is interrupted."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
-           f"--gate-progress={scratch / 'progress'}", "-n", str(workers), *pytest_args]
-    rc = subprocess.call(cmd, cwd=ROOT, env={**os.environ, gpu_groups.GPUS_ENV: str(gpus)})
+           f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), *pytest_args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, gpu_groups.GPUS_ENV: str(gpus)},
+                            start_new_session=True)
+    try:
+        rc = proc.wait()
+    except BaseException:
+        stop(proc)
+        raise
     report = scratch / "tests.json"
     return rc, (json.loads(report.read_text()) if report.is_file() else None)
 
@@ -133,35 +209,55 @@ def oracles_not_run():
     return failed_on_gpu()
 
 
-def verdict(rc, summary, flashinfer, oracles, require_gpu):
-    """The reasons this run fails (empty: it passes)."""
-    if summary is None:
-        return [f"pytest ended with exit {rc} and wrote no report (usage error or crash)"]
+def _ran_nothing(rc, summary):
+    """True when the selection ran no test: pytest's usage error or empty collection, or nothing passed or
+    failed (every test skipped or deselected)."""
+    return rc in NOTHING_RAN_EXITS if summary is None else not summary["ran"]
+
+
+def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None):
+    """The reasons this run fails (empty: it passes); a selection that ran no test is the last one."""
     reasons = []
-    failed = sum(g["failed"] for g in summary["groups"].values())
-    if failed:
-        reasons.append(f"{failed} tests failed")
-    if rc and not failed:
-        reasons.append(f"pytest exit {rc}")
-    if summary["unnamed_skips"]:
-        reasons.append(f"{len(summary['unnamed_skips'])} tests skipped without a named reason: "
-                       + ", ".join(s["test"] for s in summary["unnamed_skips"]))
+    if summary is None and rc not in NOTHING_RAN_EXITS:
+        reasons.append(f"pytest ended with exit {rc} and wrote no report (crash)")
+    if summary is not None:
+        failed = sum(g["failed"] for g in summary["groups"].values())
+        if failed:
+            reasons.append(f"{failed} tests failed")
+        if rc and not failed and summary["ran"]:
+            reasons.append(f"pytest exit {rc}")
+        if summary["unnamed_skips"]:
+            reasons.append(f"{len(summary['unnamed_skips'])} tests skipped without a named reason: "
+                           + ", ".join(s["test"] for s in summary["unnamed_skips"]))
     if flashinfer["failed"]:
         reasons.append(f"FlashInfer build: {flashinfer['why']}")
+    if mufu is not None and mufu["failed"]:
+        reasons.append(f"GPU tier not run: {mufu['why']}")
     if require_gpu:
-        if summary["gpu_checks_not_run"]:
-            reasons.append(f"{summary['gpu_checks_not_run']} GPU checks did not run (VERIFY_REQUIRE_GPU=1)")
+        if gpu_reason is not None:
+            reasons.append(f"no GPU found (VERIFY_REQUIRE_GPU=1): {gpu_reason}")
+        if summary is not None:
+            if summary["gpu_checks_not_run"]:
+                reasons.append(f"{summary['gpu_checks_not_run']} GPU checks did not run (VERIFY_REQUIRE_GPU=1)")
+            if not summary["gpu_checks_passed"]:
+                reasons.append("0 GPU checks passed (VERIFY_REQUIRE_GPU=1): no GPU test ran")
         if oracles:
             reasons.append("oracles not run (VERIFY_REQUIRE_GPU=1): " + ", ".join(oracles))
+    if _ran_nothing(rc, summary):
+        reasons.append(f"the selection ran no test (pytest exit {rc}): nothing was verified")
     return reasons
 
 
-def table(summary, flashinfer, oracles):
+def _part_row(name, part):
+    return (f"{name:20s} {'yes' if part['ran'] else 'no':>5s} {'':>7s} {'1' if part['failed'] else '0':>7s} "
+            f"{'':>8s} {'':>10s} {part['seconds']:8.1f}  {part['why']}")
+
+
+def table(summary, flashinfer, oracles, mufu=None):
     head = f"{'part':20s} {'ran':>5s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'cases':>10s} {'seconds':>8s}  why not run"
-    lines = [head, "-" * len(head),
-             f"{'flashinfer build':20s} {'yes' if flashinfer['ran'] else 'no':>5s} {'':>7s} "
-             f"{'1' if flashinfer['failed'] else '0':>7s} {'':>8s} {'':>10s} {flashinfer['seconds']:8.1f}  "
-             f"{flashinfer['why']}"]
+    lines = [head, "-" * len(head), _part_row("flashinfer build", flashinfer)]
+    if mufu is not None:
+        lines.append(_part_row("mufu tables", mufu))
     for name, why in oracles.items():
         lines.append(f"{'oracle ' + name:20s} {'no':>5s} {'':>7s} {'':>7s} {'':>8s} {'':>10s} {'':>8s}  not run: {why}")
     for name, g in sorted((summary or {}).get("groups", {}).items()):
@@ -179,8 +275,25 @@ def write_whole(path, text):
     os.replace(partial, path)
 
 
+def _interrupt(signum, frame):
+    """SIGTERM or SIGINT: further ones are ignored while the gate ends pytest and writes its report."""
+    for handled in INTERRUPTS:
+        signal.signal(handled, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
 def main(argv=None):
+    """Run the gate; 0 PASS, 1 FAIL, 128 + the signal's number when SIGTERM or SIGINT cut it short."""
     args, pytest_args = parse(argv)
+    previous = {handled: signal.signal(handled, _interrupt) for handled in INTERRUPTS}
+    try:
+        return _run(args, pytest_args)
+    finally:
+        for handled, handler in previous.items():
+            signal.signal(handled, handler)
+
+
+def _run(args, pytest_args):
     reports = args.reports
     reports.mkdir(parents=True, exist_ok=True)
     for name in REPORTS + ("tests.json",):
@@ -188,40 +301,70 @@ def main(argv=None):
     started = time.monotonic()
     gpu_reason = cuda_reason()
     gpus = 0 if gpu_reason else gpu_count()
-    workers = "auto" if gpu_reason else gpu_groups.workers(gpus)
-    print(f"gate: tier {'cpu' if gpu_reason else 'cpu+gpu'} ({gpu_reason or 'GPU present'}), profile "
-          f"{args.profile}, require GPU {args.require_gpu}", flush=True)
+    workers = "auto" if gpu_reason else gpu_groups.workers(gpus, os.cpu_count() or 1, args.workers_per_gpu)
+    tier = "cpu" if gpu_reason else "cpu+gpu"
+    print(f"gate: tier {tier} ({gpu_reason or f'{gpus} GPUs'}), profile {args.profile}, {workers} workers, "
+          f"require GPU {args.require_gpu}", flush=True)
+    parts = {}  # name -> the part's result, as each finishes
+    rc, summary, interrupted = None, None, None
     with tempfile.TemporaryDirectory(dir=reports, prefix=".gate-") as tmp:
         scratch = Path(tmp)
-        with Ticker(started, scratch / "progress") as ticker:
-            ticker.part = "flashinfer build"
-            flashinfer = build_flashinfer(args.require_gpu)
-            print(f"gate: flashinfer build: {'ran' if flashinfer['ran'] else 'not run'} {flashinfer['why']}",
-                  flush=True)
-            ticker.part = "oracle probes"
-            oracles = oracles_not_run()
-            ticker.part = "tests"
-            rc, summary = run_tests(scratch, args.profile, workers, pytest_args, gpus)
+        with Ticker(started, scratch / PROGRESS_FILE) as ticker:
+            try:
+                ticker.part = "flashinfer build"
+                parts["flashinfer build"] = build_flashinfer(args.require_gpu)
+                flashinfer = parts["flashinfer build"]
+                print(f"gate: flashinfer build: {'ran' if flashinfer['ran'] else 'not run'} {flashinfer['why']}",
+                      flush=True)
+                ticker.part = "oracle probes"
+                parts["oracle probes"] = oracles_not_run()
+                ticker.part = "mufu tables"
+                parts["mufu tables"] = check_mufu(gpu_reason)
+                if not gpu_reason:
+                    print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
+                selection = pytest_args + (["-m", "not gpu"] if parts["mufu tables"]["failed"] else [])
+                ticker.part = "tests"
+                rc, summary = run_tests(scratch, args.profile, workers, selection, gpus)
+                parts["tests"] = summary
+            except Interrupted as exc:
+                interrupted = exc
+            for handled in INTERRUPTS:  # the run is over: what follows only writes its report
+                signal.signal(handled, signal.SIG_IGN)
         seconds = time.monotonic() - started
-        reasons = verdict(rc, summary, flashinfer, oracles, args.require_gpu)
-        record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons,
-                  "tier": "cpu" if gpu_reason else "cpu+gpu", "gpu": gpu_reason or "available",
-                  "hypothesis_profile": args.profile, "pytest_args": pytest_args, "pytest_exit": rc,
-                  "seconds": round(seconds, 1), "require_gpu": args.require_gpu, "flashinfer_build": flashinfer,
-                  "oracles_not_run": oracles, "tests": summary,
-                  "environment": {**provenance.record(PACKAGES), "host": provenance.host()}}
-        if (scratch / "junit.xml").is_file():
+        base = {"tier": tier, "gpu": gpu_reason or "available", "hypothesis_profile": args.profile,
+                "pytest_args": pytest_args, "workers": workers, "pytest_exit": rc, "seconds": round(seconds, 1),
+                "require_gpu": args.require_gpu, "flashinfer_build": parts.get("flashinfer build"),
+                "oracles_not_run": parts.get("oracle probes"), "mufu_tables": parts.get("mufu tables"),
+                "tests": summary, "environment": {**provenance.record(PACKAGES), "host": provenance.host()}}
+        if interrupted is not None:
+            so_far = progress.read(scratch / PROGRESS_FILE)
+            reasons = [f"interrupted by {interrupted} during {ticker.part} after {seconds:.0f} s "
+                       f"({progress.describe(so_far)})"]
+            record = {"verdict": INCOMPLETE, "reasons": reasons, "failures_so_far": so_far["failures"],
+                      "not_finished": [p for p in PARTS if p not in parts], **base}
+        else:
+            reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
+                              gpu_reason, parts["mufu tables"])
+            record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
+        if (scratch / "junit.xml").is_file() and interrupted is None:
             shutil.move(scratch / "junit.xml", reports / "junit.xml.partial")
             os.replace(reports / "junit.xml.partial", reports / "junit.xml")
         write_whole(reports / "verify.json", json.dumps(record, indent=1) + "\n")
-    print()
-    print(table(summary, flashinfer, oracles))
-    not_run = summary["gpu_checks_not_run"] if summary else "?"
-    print(f"\ntier: {record['tier']} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
-          f"{seconds:.0f} s; reports in {reports}")
+    if interrupted is not None:
+        for test in record["failures_so_far"]:
+            print(f"  failed so far: {test}")
+        print(f"  not finished: {', '.join(record['not_finished'])}")
+    else:
+        print()
+        print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"]))
+        not_run = summary["gpu_checks_not_run"] if summary else "?"
+        print(f"\ntier: {tier} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
+              f"{seconds:.0f} s; reports in {reports}")
     for reason in reasons:
-        print(f"  FAIL: {reason}")
-    print(f"verify: {record['verdict']}")
+        print(f"  {'FAIL' if interrupted is None else INCOMPLETE}: {reason}")
+    print(f"verify: {record['verdict']}", flush=True)
+    if interrupted is not None:
+        return 128 + interrupted.signum
     return 0 if not reasons else 1
 
 

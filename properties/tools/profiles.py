@@ -6,9 +6,13 @@ from hypothesis import HealthCheck, settings
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 _COMMON = {"deadline": None, "suppress_health_check": _SLOW_OK, "print_blob": True}
-# name -> (examples per test, derandomized); "ci" is the CPU suite's, "gpu" the H200 gate's default.
-PROFILES = {"ci": (100, True), "dev": (50, False), "gpu": (3000, False), "nightly": (100_000, False)}
+# name -> (examples per test, derandomized). "ci": the CPU suite's and the gate's without a GPU; "gate": the
+# gate's default on a GPU (twice ci's examples, fresh seeds every run, sized for a 6-minute CI step on one
+# H200); "gpu": the depth of `make verify-nightly`; "nightly": deeper still, by name only.
+PROFILES = {"ci": (100, True), "dev": (50, False), "gate": (200, False), "gpu": (3000, False),
+            "nightly": (100_000, False)}
 DEFAULT = "dev"
+GATE_CPU, GATE_GPU = "ci", "gate"  # the gate's default profiles without and with a GPU
 SEED_OPTION = "--hypothesis-seed"
 
 
