@@ -343,6 +343,7 @@ def test_the_schemas_bounds_are_the_layouts():
     assert defs["origin"]["properties"]["soak"]["properties"]["b"]["maximum"] == MAX_TOKENS
     assert ids_rows["items"]["minItems"] == ids_rows["items"]["maxItems"] == TOP_K
     assert inputs["tile_n"]["oneOf"][1]["maximum"] == MAX_TILE
-    assert (inputs["local_expert_offset"]["maximum"], inputs["num_local_experts"]["maximum"]) == (EXPERTS - 1, EXPERTS)
+    # RoutingCase and the kernel contract take 0 <= offset <= EXPERTS (an empty local range at either end).
+    assert (inputs["local_expert_offset"]["maximum"], inputs["num_local_experts"]["maximum"]) == (EXPERTS, EXPERTS)
     assert defs["disagreement"]["properties"]["field"]["enum"] == list(FIELDS)
     assert defs["disagreement"]["properties"]["first"]["maxItems"] == MAX_LISTED
