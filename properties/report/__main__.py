@@ -11,19 +11,13 @@ arguments or an unreadable file (one line naming it, before anything is written)
 """
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
+from properties.report import libraries
 from properties.tools.args import OneLineParser
 
-REQUIRED = ("matplotlib", "jinja2")
 NOT_WRITTEN = 1
-
-
-def missing_libraries():
-    """The libraries the page needs that this Python lacks."""
-    return [name for name in REQUIRED if importlib.util.find_spec(name) is None]
 
 
 def parse(argv):
@@ -60,9 +54,9 @@ def paths(args):
 
 def main(argv=None):
     args = parse(argv)
-    missing = missing_libraries()
-    if missing:
-        print(f"report not written: {' and '.join(missing)} missing")
+    lacking = libraries.not_written("report")
+    if lacking:
+        print(lacking)
         return NOT_WRITTEN
     from properties.report import index, sources
 

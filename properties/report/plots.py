@@ -148,3 +148,33 @@ def soak_families(families, runs):
             ax.spines[side].set_visible(False)
     fig.suptitle("Soak: rows per family of each run", x=0.01, ha="left", fontsize=11)
     return fig
+
+
+def keys(keys, picks, reference, title):
+    """One row's keys c = s + bias per expert (infinite keys drawn at the edge of the axis), the reference's
+    picks ringed with their rank, every other implementation's picks that differ marked with a cross."""
+    import numpy as np
+
+    fig, ax = _figure(2.6)
+    keys = np.asarray(keys, np.float64)
+    finite = np.isfinite(keys)
+    low, high = (keys[finite].min(), keys[finite].max()) if finite.any() else (-1.0, 1.0)
+    pad = (high - low) * 0.08 or 1.0
+    shown = np.nan_to_num(keys, posinf=high + pad, neginf=low - pad)
+    experts = np.arange(len(keys))
+    ax.scatter(experts[finite], shown[finite], s=6, color=MUTED, label="key")
+    if (~finite).any():
+        ax.scatter(experts[~finite], shown[~finite], s=10, marker="v", color="#6d4c41", label="±inf key")
+    ref = picks.get(reference, [])
+    ax.scatter(ref, shown[ref], s=70, facecolors="none", edgecolors=GOOD, linewidths=1.6, label=f"{reference} picks")
+    for rank, e in enumerate(ref, 1):
+        ax.annotate(str(rank), (e, shown[e]), textcoords="offset points", xytext=(5, 5), fontsize=7, color=GOOD)
+    for name, ids in picks.items():
+        extra = [e for e in ids if e not in ref]
+        if name != reference and extra:
+            ax.scatter(extra, shown[extra], s=50, marker="x", color=BAD, label=f"{name} picks, not {reference}'s")
+    ax.set_xlim(-2, len(keys) + 1)
+    ax.set_xticks(range(0, len(keys) + 1, 32))
+    _tidy(ax, title, "expert", "key")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return fig
