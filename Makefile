@@ -40,8 +40,16 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
 
+# reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
+# bench whatever they returned ($(call and_report,ARGS) keeps their exit status), or alone by `make report`.
+and_report = status=$$?; $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
+.PHONY: report
+report: $(STAMP)
+	$(PY) -m properties.report $(REPORT_ARGS)
+
 verify: $(STAMP)
-	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) -- $(PYTEST_ARGS)
+	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) -- $(PYTEST_ARGS); \
+	  $(call and_report)
 
 # CI: the wheel installs every subpackage and data file. Built here, installed into a fresh venv that sees
 # this venv's packages (no download), imported from outside the checkout, and used to replay a corpus case.
@@ -123,7 +131,7 @@ corpus-record: $(STAMP)
 .PHONY: bench
 BENCH_OUT ?= properties/results/bench-h200.json
 bench: $(STAMP) flashinfer-oracle
-	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS); $(call and_report,--bench $(BENCH_OUT))
 
 # The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
 # kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
@@ -139,7 +147,7 @@ mutants: $(STAMP)
 .PHONY: soak
 SOAK_ARGS ?= --rows 1e9
 soak: $(STAMP) flashinfer-oracle
-	$(PY) -m properties.soak $(SOAK_ARGS)
+	$(PY) -m properties.soak $(SOAK_ARGS); $(call and_report)
 
 # The harness mutant catalog (properties/mutants/harness.py): wrong changes to the harness's own code and
 # recorded data, each applied to a copy of the tree and run against the test meant to catch it (2 copies at a

@@ -69,8 +69,8 @@ def _read_all(paths):
     return records, errors
 
 
-def _counts(agree, differ, unreadable):
-    return f"replay: {agree + differ + unreadable} case file(s): {agree} agree, {differ} differ, {unreadable} unreadable"
+def _counts(files, agree, differ, unreadable):
+    return f"replay: {files} case file(s): {agree} agree, {differ} differ, {unreadable} unreadable"
 
 
 def run(cases):
@@ -82,7 +82,7 @@ def run(cases):
     records, errors = _read_all(paths)
     if errors:
         print("\n".join(errors), file=sys.stderr)
-        print(_counts(0, 0, len(errors)) + " (none replayed: every file is read before any case runs)")
+        print(_counts(len(paths), 0, 0, len(errors)) + " (none replayed: every file is read before any case runs)")
         return UNREADABLE
     missing = unavailable()
     if missing:
@@ -92,7 +92,7 @@ def run(cases):
         live, found = replay(record)
         print(_summary(path, record, live, found))
         statuses.append(DIFFER if found else AGREE)
-    print(_counts(statuses.count(AGREE), statuses.count(DIFFER), 0))
+    print(_counts(len(paths), statuses.count(AGREE), statuses.count(DIFFER), 0))
     return max(statuses)
 
 

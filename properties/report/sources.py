@@ -101,7 +101,7 @@ def default_paths(reports=REPORTS):
 
     def run_or(run_paths, recorded_paths):
         run_paths = [p for p in run_paths if p.is_file()]
-        return (run_paths, False) if run_paths else (list(recorded_paths), True)
+        return (run_paths, False) if run_paths else ([p for p in recorded_paths if p.is_file()], True)
 
     return {
         "verify": run_or([reports / VERIFY], _recorded_verify()),
