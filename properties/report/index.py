@@ -33,11 +33,13 @@ def context(loaded, html_path):
 
     out["bench"] = [sections.bench(s, page_dir) for s in loaded.get("bench", [])]
     for i, b in enumerate(out["bench"]):
+        color = plots.colors([name for name, _ in b["variants"]])
         for m in b["modes"]:
             m["times_plot"] = images.add(f"bench{i}-{m['mode']}-times", plots.times(
-                b["bs"], m["times"], b["subject"], f"{m['title']}: per-launch time against b"))
+                b["bs"], m["times"], b["subject"], f"{m['title']}: per-launch time against b", color))
             m["ratios_plot"] = images.add(f"bench{i}-{m['mode']}-ratios", plots.ratios(
-                b["bs"], m["ratios"], b["factors"], f"{m['title']}: {b['subject']} against each FlashInfer baseline"))
+                b["bs"], m["ratios"], b["factors"], f"{m['title']}: {b['subject']} against each FlashInfer baseline",
+                color))
 
     peers = []
     for i, s in enumerate(loaded.get("bench", [])):

@@ -48,8 +48,15 @@ def parts(parts):
     return fig
 
 
-def times(bs, times, subject, title):
+def colors(names):
+    """name -> one colour of matplotlib's cycle, the same in every figure of a page."""
+    return {name: f"C{i % 10}" for i, name in enumerate(names)}
+
+
+def times(bs, times, subject, title, color):
     """Per-launch time against b, one line per variant (log scale: the eager path is 10x the rest)."""
+    from matplotlib.ticker import LogLocator, ScalarFormatter
+
     fig, ax = _figure(4.6)
     for name, values in times.items():
         points = [(b, t) for b, t in zip(bs, values) if t is not None and t > 0]
@@ -58,22 +65,25 @@ def times(bs, times, subject, title):
         xs, ys = zip(*points)
         bold = name == subject
         ax.plot(xs, ys, marker="o", markersize=4 if not bold else 6, linewidth=3 if bold else 1.4,
-                label=name + (" (subject)" if bold else ""), zorder=3 if bold else 2)
+                label=name + (" (subject)" if bold else ""), zorder=3 if bold else 2, color=color[name])
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter("")
     ax.set_xticks(bs)
     _tidy(ax, title, "b (tokens)", "µs per launch (median, log scale)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
     return fig
 
 
-def ratios(bs, ratios, factors, title):
+def ratios(bs, ratios, factors, title, color):
     """The subject's speedup over each FlashInfer baseline against b, with the targets' factors."""
     fig, ax = _figure(3.8)
     for name, values in ratios.items():
         points = [(b, r) for b, r in zip(bs, values) if r is not None]
         if points:
             xs, ys = zip(*points)
-            ax.plot(xs, ys, marker="o", markersize=4, label=name)
+            ax.plot(xs, ys, marker="o", markersize=4, label=name, color=color[name])
     for label, factor in factors.items():
         ax.axhline(factor, color=MUTED, linestyle="--", linewidth=1)
         ax.text(bs[-1], factor, f" target {factor:g}x ({label})", va="bottom", ha="right", fontsize=8, color="#555")

@@ -78,7 +78,8 @@ def bench(source, page_dir):
         modes.append({
             "mode": mode, "title": MODE_TITLES[mode], "times": times, "ratios": ratios,
             "rows": [{"b": b, "cells": [times[n][i] for n in names],
-                      "ratios": [ratios[n][i] for n in ratios]} for i, b in enumerate(bs)],
+                      "ratios": [{"value": ratios[n][i], "class": _against_target(n, ratios[n][i])} for n in ratios]}
+                     for i, b in enumerate(bs)],
             "targets": [{"label": label, "factor": factor, "met": targets[mode][label]["met"],
                          "per_b": [targets[mode][label]["per_b"][str(b)] for b in bs]}
                         for label, _, factor in TARGETS],
@@ -92,6 +93,14 @@ def bench(source, page_dir):
                            "Triton": p["triton"], "CUTLASS DSL": p["nvidia-cutlass-dsl"],
                            "commit": p["commit"][:12], "date": p["date"]},
             "errors": r.get("errors", [])}
+
+
+def _against_target(baseline, ratio):
+    """'ok' or 'bad' for a ratio over a baseline some target names (reached or not), '' otherwise."""
+    factors = [factor for _, names, factor in TARGETS if baseline in names]
+    if ratio is None or not factors:
+        return ""
+    return "ok" if ratio >= factors[0] else "bad"
 
 
 def peer_ulp(source):
