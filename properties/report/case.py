@@ -174,6 +174,8 @@ def context(record, path, html_path):
             row.pop("keys"), {n: [int(e) for e in out.ids[row["row"]]] for n, out in outputs.items()
                               if out.ids is not None}, reference, f"row {row['row']}: key c = s + bias per expert"))
     env = record.recorded.get("environment", {})
+    now = [describe(d) for d in found]
+    saved = [describe(d, case.tile_n) for d in record.disagreements]
     return {
         "title": f"Case {path.name}", "subtitle": case.describe(),
         "path": str(path), "generator": case.generator, "b": case.b,
@@ -183,8 +185,7 @@ def context(record, path, html_path):
         "recorded_by": record.recorded.get("by", []), "reference": reference, "names": list(outputs),
         "environment": {k: env.get(k) for k in ("gpu", "driver", "cuda", "commit", "date") if env.get(k)},
         "origin": {k: v for k, v in record.origin.items() if v not in (None, "", [], {})},
-        "saved": [describe(d, case.tile_n) for d in record.disagreements],
-        "now": [describe(d) for d in found],
+        "saved": saved if saved != now else [], "now": now,
         "rows": rows, "metadata": metadata(case, outputs, reference),
         "tags": implementation_tags(outputs, reference),
     }
