@@ -5,7 +5,7 @@ import re
 from oracles.provenance import commit, utc_now
 from properties.report import page, plots, sections
 
-# (id, title) of every section, in page order; a section without data says which command fills it.
+# (id, title, the command that fills it) of every section, in page order; a section without data names it.
 SECTIONS = (
     ("verify", "Verdict", "make verify"),
     ("bench", "Benchmarks", "make bench"),
@@ -24,7 +24,7 @@ def context(loaded, html_path):
     """The template's context for ``loaded`` (section -> [Source]), its figures saved beside ``html_path``."""
     page_dir = html_path.parent
     images = page.Images(html_path)
-    out = {"sections": SECTIONS, "title": "Muse Spark routing harness: report",
+    out = {"sections": SECTIONS, "commands": {id_: command for id_, _, command in SECTIONS}, "title": "Muse Spark routing harness: report",
            "subtitle": f"written {utc_now()} at commit {(commit() or 'unknown')[:12]}"}
 
     out["verify"] = [sections.verify(s, page_dir) for s in loaded.get("verify", [])]

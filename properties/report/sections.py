@@ -11,7 +11,6 @@ from properties.report.sources import is_soak_bench
 FLASHINFER_BASELINES = ("flashinfer", "flashinfer_pdl", "triton+flashinfer", "triton+flashinfer_pdl",
                         "flashinfer_fused")
 MODE_TITLES = {"graph": "CUDA-graph replay", "pdl_chain": "PDL chain behind a producer"}
-KILL_STATES = ("killed", "not killed", "raised", "not run")
 # Keys under which a per-implementation verdict holds a distribution: ulp distance (decimal string) -> count.
 ULP_KEYS = ("ulp", "ulp_counts", "ulp_distribution", "ulp_histogram")
 

@@ -24,7 +24,6 @@ SOAK = "soak.json"
 BENCH = RESULTS / "bench-h200.json"
 # Per-implementation verdicts (issue 21's plug-in interface): any reports/verdict-*.json is shown.
 VERDICTS = "verdict-*.json"
-SOAK_FORMAT = "musespark-soak-summary/1"
 
 # The keys each kind of file must hold for its section (nested keys joined by dots).
 _REQUIRED = {
