@@ -40,6 +40,13 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
 
+# reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
+# bench whatever they returned ($(call and_report,ARGS) keeps their exit status), or alone by `make report`.
+and_report = status=$$?; $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
+.PHONY: report
+report: $(STAMP)
+	$(PY) -m properties.report $(REPORT_ARGS)
+
 # `make verify`: the gate (profile "gate" on a GPU, "ci" without; GATE_ARGS e.g. "--workers-per-gpu 8").
 # `make verify-nightly`: the gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples), then
 # the soak (SOAK_ARGS, default 10^9 rows); both run, and it fails if either does.
@@ -47,11 +54,13 @@ GATE_ARGS ?=
 NIGHTLY_PROFILE ?= gpu
 .PHONY: verify-nightly
 verify: $(STAMP)
-	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS)
+	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
+	  $(call and_report)
 
 verify-nightly: $(STAMP) flashinfer-oracle
 	$(PY) -m properties.tools.gate --profile $(NIGHTLY_PROFILE) $(GATE_ARGS) -- $(PYTEST_ARGS); gate=$$?; \
 	  $(PY) -m properties.soak $(SOAK_ARGS); soak=$$?; \
+	  $(PY) -m properties.report $(REPORT_ARGS) || true; \
 	  test $$gate -eq 0 && test $$soak -eq 0
 
 # CI: the wheel installs every subpackage and data file. Built here, installed into a fresh venv that sees
@@ -134,7 +143,7 @@ corpus-record: $(STAMP)
 .PHONY: bench
 BENCH_OUT ?= properties/results/bench-h200.json
 bench: $(STAMP) flashinfer-oracle
-	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS); $(call and_report,--bench $(BENCH_OUT))
 
 # The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
 # kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
@@ -156,7 +165,7 @@ mutants-corpus:
 .PHONY: soak
 SOAK_ARGS ?= --rows 1e9
 soak: $(STAMP) flashinfer-oracle
-	$(PY) -m properties.soak $(SOAK_ARGS)
+	$(PY) -m properties.soak $(SOAK_ARGS); $(call and_report)
 
 # The harness mutant catalog (properties/mutants/harness.py): wrong changes to the harness's own code and
 # recorded data, each applied to a copy of the tree and run against the test meant to catch it (2 copies at a

@@ -50,6 +50,7 @@ GROUPS = (
     ("tests/test_gpu_groups", "gate"),
     ("tests/test_bench", "benchmark"),
     ("tests/test_layers", "layering"),
+    ("tests/test_report", "report"),
 )
 _gate = {}
 

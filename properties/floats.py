@@ -18,6 +18,15 @@ def f32_bits(x):
     return np.asarray(x, np.float32).view(np.uint32)
 
 
+def ulp_distance(a, b):
+    """int64 array: how many float32 values lie between ``a`` and ``b`` elementwise, counted through zero
+    (-0.0 and +0.0 are 0 apart; no NaN allowed)."""
+    def ordered(x):
+        bits = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+    return np.abs(ordered(a) - ordered(b))
+
+
 def random_non_nan(rng, shape):
     """float32 of uniformly random bit patterns from NumPy generator ``rng``, each NaN redrawn."""
     bits = rng.integers(0, 2**32, shape, dtype=np.uint64).astype(np.uint32)

@@ -26,7 +26,7 @@ def replay(record):
     """(live outputs, disagreements) of a CaseFile: live and recorded outputs against the live model."""
     live = run_all(record.case)
     recorded = {name + RECORDED: out for name, out in record.outputs.items()}
-    return live, disagreements({**live, **recorded}, reference=REFERENCE)
+    return live, disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n)
 
 
 def _summary(path, record, live, found):
@@ -36,7 +36,7 @@ def _summary(path, record, live, found):
              f"  live here: {', '.join(live)}"]
     if record.disagreements:
         lines.append(f"  saved with {len(record.disagreements)} disagreement(s): "
-                     + "; ".join(describe(d) for d in record.disagreements))
+                     + "; ".join(describe(d, record.case.tile_n) for d in record.disagreements))
     if found:
         verdict = "REPRODUCED" if record.disagreements else "DIFFERS"
         lines.append(f"  {verdict}: {len(found)} disagreement(s) now")
@@ -57,8 +57,20 @@ def _read_complete(path):
 
 
 def _read_all(paths):
-    """path -> CaseFile for every path; CaseFileError or OSError (one line) for the first unreadable one."""
-    return {path: _read_complete(path) for path in paths}
+    """(path -> CaseFile for every readable path, one line for each unreadable one)."""
+    records, errors = {}, []
+    for path in paths:
+        try:
+            records[path] = _read_complete(path)
+        except casefile.CaseFileError as exc:
+            errors.append(f"replay: cannot read {exc}")
+        except OSError as exc:
+            errors.append(f"replay: cannot read {exc.filename}: {exc.strerror}")
+    return records, errors
+
+
+def _counts(files, agree, differ, unreadable):
+    return f"replay: {files} case file(s): {agree} agree, {differ} differ, {unreadable} unreadable"
 
 
 def run(cases):
@@ -67,23 +79,21 @@ def run(cases):
     if not paths:
         print(f"replay: no case files in {' '.join(map(str, cases))}", file=sys.stderr)
         return UNREADABLE
-    try:
-        records = _read_all(paths)
-    except casefile.CaseFileError as exc:
-        print(f"replay: cannot read {exc}", file=sys.stderr)
-        return UNREADABLE
-    except OSError as exc:
-        print(f"replay: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+    records, errors = _read_all(paths)
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        print(_counts(len(paths), 0, 0, len(errors)) + " (none replayed: every file is read before any case runs)")
         return UNREADABLE
     missing = unavailable()
     if missing:
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
-    status = AGREE
+    statuses = []
     for path, record in records.items():
         live, found = replay(record)
         print(_summary(path, record, live, found))
-        status = max(status, DIFFER if found else AGREE)
-    return status
+        statuses.append(DIFFER if found else AGREE)
+    print(_counts(len(paths), statuses.count(AGREE), statuses.count(DIFFER), 0))
+    return max(statuses)
 
 
 def main(argv=None):

@@ -309,12 +309,14 @@ def test_weight_differences_count_bits_and_ulps():
     got = want.copy()
     got[0, 1] = np.nextafter(np.float32(1.0), np.float32(2.0))
     got[0, 2] = np.nextafter(np.nextafter(np.float32(2.5), np.float32(0)), np.float32(0))
-    assert weight_differences(got, want) == {"weights": 4, "bits_differ": 2, "max_ulp": 2}
+    assert weight_differences(got, want) == {"weights": 4, "bits_differ": 2, "max_ulp": 2,
+                                             "ulp_counts": {"0": 2, "1": 1, "2": 1}}
     got[0, 3] = np.float32(-0.0)
-    assert weight_differences(got, want) == {"weights": 4, "bits_differ": 3, "max_ulp": 2}
+    assert weight_differences(got, want) == {"weights": 4, "bits_differ": 3, "max_ulp": 2,
+                                             "ulp_counts": {"0": 2, "1": 1, "2": 1}}
     got[0, 0] = np.nan
     assert weight_differences(got, want)["max_ulp"] is None
-    assert weight_differences(want, want) == {"weights": 4, "bits_differ": 0, "max_ulp": 0}
+    assert weight_differences(want, want) == {"weights": 4, "bits_differ": 0, "max_ulp": 0, "ulp_counts": {"0": 4}}
 
 
 def test_an_eager_figure_is_the_median_of_its_repeated_means(monkeypatch):

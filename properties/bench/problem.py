@@ -25,6 +25,7 @@ from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
+from properties.floats import ulp_distance
 
 SEED = 0xBE7C4
 SCALE = 2.5
@@ -207,18 +208,14 @@ class Problem:
                                                                   self.model.weights)}
 
 
-def _ordered(bits):
-    """int32 float bits -> int64 keys whose differences count representable floats (ulp) between them."""
-    bits = bits.astype(np.int64)
-    return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
-
-
 def weight_differences(got, want):
-    """How many float32 weights of ``got`` differ in bits from ``want`` and the largest distance in ulp (the
-    number of float32 values between them; NaN anywhere counts as differing and gives max_ulp None)."""
+    """How many float32 weights of ``got`` differ in bits from ``want``, the largest distance in ulp (the
+    number of float32 values between them) and how many weights lie at each distance (ulp_counts); NaN
+    anywhere counts as differing and gives max_ulp and ulp_counts None."""
     got, want = np.ascontiguousarray(got, np.float32), np.ascontiguousarray(want, np.float32)
     differ = int(np.count_nonzero(got.view(np.int32) != want.view(np.int32)))
     if np.isnan(got).any() or np.isnan(want).any():
-        return {"weights": int(got.size), "bits_differ": differ, "max_ulp": None}
-    ulp = np.abs(_ordered(got.view(np.int32)) - _ordered(want.view(np.int32)))
-    return {"weights": int(got.size), "bits_differ": differ, "max_ulp": int(ulp.max(initial=0))}
+        return {"weights": int(got.size), "bits_differ": differ, "max_ulp": None, "ulp_counts": None}
+    distances, counts = np.unique(ulp_distance(got, want), return_counts=True)
+    return {"weights": int(got.size), "bits_differ": differ, "max_ulp": int(distances.max(initial=0)),
+            "ulp_counts": {str(d): int(n) for d, n in zip(distances, counts)}}

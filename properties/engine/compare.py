@@ -67,11 +67,20 @@ def disagreements(outputs, reference=REFERENCE, tile_n=None):
     return found
 
 
-def describe(disagreement):
-    """One line naming who differs from whom, where and how."""
+def _where(disagreement, entry, tile_n):
+    """An element's place: a metadata element by its field (kernel/layout.py), from the name saved with it or,
+    for one saved without, from ``tile_n``; any other element by its index."""
+    if "element" in entry:
+        return entry["element"]
+    if disagreement["field"] == "metadata" and tile_n is not None:
+        return metadata_field(int(entry["index"][0]), tile_n)
+    return str(entry["index"])
+
+
+def describe(disagreement, tile_n=None):
+    """One line naming who differs from whom, where (metadata by field) and how."""
     d = disagreement
-    where = "; ".join(f"{e['index']}{' ' + e['element'] if 'element' in e else ''}: {e['got']} instead of "
-                      f"{e['want']}" for e in d["first"])
+    where = "; ".join(f"{_where(d, e, tile_n)}: {e['got']} instead of {e['want']}" for e in d["first"])
     count = d.get("note") or f"{d['count']} element(s) differ, first {where}"
     return f"{d['implementation']} {d['field']} vs {d['reference']}: {count}"
 

@@ -26,7 +26,8 @@ PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64")
 # What the GPU image lacks (it has torch, triton 3.6.0, numpy, pytest, hypothesis, pytest-xdist, tqdm, attrs,
-# typing-extensions, setuptools): the DSL, its calling convention, and jsonschema with its dependencies.
+# typing-extensions, setuptools, and the report's matplotlib and jinja2 with all their dependencies): the DSL,
+# its calling convention, and jsonschema with its dependencies.
 WHEELS = ("nvidia-cutlass-dsl==4.8.1", "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-core==4.8.1",
           "nvidia-cutlass-dsl-libs-cu13==4.8.1", "apache-tvm-ffi==0.1.15.post2", "jsonschema==4.26.0",
           "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1")

@@ -36,6 +36,7 @@ from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.mufu import recheck
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
+from properties.report import screenshot
 from properties.tools import gpu_groups, profiles, progress
 from properties.tools.args import OneLineParser
 
@@ -50,9 +51,10 @@ REPORTS = ("verify.json", "junit.xml")
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", "flashinfer-python", "hypothesis",
             "pytest", "pytest-xdist", "jsonschema")
 # Skips the gate accepts, by the start of their reason: a GPU check on a machine without CUDA (conftest.py
-# marks them), the FlashInfer build where nvcc or the sources are missing. Any other skip fails the gate.
+# marks them), the FlashInfer build where nvcc or the sources are missing, the report's screenshot where Chromium
+# is absent. Any other skip fails the gate.
 GPU_NOT_RUN = "GPU check not run"
-NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN)
+NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN, screenshot.NOT_RUN)
 
 
 def named_skip(reason):
