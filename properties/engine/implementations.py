@@ -23,9 +23,14 @@ _configured = {"loaded": False, "names": [], "refused": {}}
 
 def add(specs):
     """Load, probe and register the plug-ins of ``--impl`` specs (NAME=MODULE:ATTR or NAME=PATH.py:ATTR);
-    their names. NotRun (one line) for the first that cannot run, ValueError for a malformed spec."""
+    their names (a spec already registered is registered once). NotRun (one line) for the first that cannot
+    run, ValueError for a malformed spec."""
     names = []
     for spec in specs:
+        name, target = plugins.parse(spec)
+        if name in REGISTRY and REGISTRY[name].source == target:
+            names.append(name)
+            continue
         impl = plugins.load(spec, taken=REGISTRY)
         REGISTRY[impl.name] = impl
         names.append(impl.name)

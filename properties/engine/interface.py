@@ -36,12 +36,13 @@ class Declaration:
     """What an implementation writes and where it runs.
 
     writes: the fields it writes (metadata only when a call passes a metadata tensor); b: the token counts
-    (low, high) it takes; renormalize: the values of renormalize it takes; tiles: the tile_n it takes (None: 1..256); min_local_experts: the fewest local
-    experts a metadata call may ask for; reads_ids: ``ids`` holds the reference's ids on entry (it writes
-    metadata from them and leaves them); device: "auto", "cuda" or "cpu"; capturable: its calls may be
-    captured into a CUDA graph once each variant has run eagerly; unavailable: () -> why it cannot run on
-    this machine, or None (a str is a fixed reason); prepare: (renormalize) -> None, run before a capture;
-    on_request: it runs only where named (a planted fault), never among "every available implementation".
+    (low, high) it takes; renormalize: the values of renormalize it takes; tiles: the tile_n it takes (None:
+    1..256); min_local_experts: the fewest local experts a metadata call may ask for; reads_ids: ``ids``
+    holds the reference's ids on entry (it writes metadata from them and leaves them); device: "auto", "cuda"
+    or "cpu"; capturable: its calls may be captured into a CUDA graph once each variant has run eagerly;
+    unavailable: () -> why it cannot run on this machine, or None (a str is a fixed reason); prepare:
+    (renormalize) -> None, run before a capture; on_request: it runs only where named (a planted fault),
+    never among "every available implementation".
     """
 
     writes: tuple = ("ids", "weights")

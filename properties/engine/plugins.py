@@ -145,7 +145,8 @@ def _shown(t):
 
 def _returned(value):
     if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} ({', '.join(_shown(v) if isinstance(v, torch.Tensor) else type(v).__name__ for v in value)})"
+        parts = (_shown(v) if isinstance(v, torch.Tensor) else type(v).__name__ for v in value)
+        return f"a {type(value).__name__} ({', '.join(parts)})"
     return _shown(value) if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
 
 

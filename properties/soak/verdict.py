@@ -18,7 +18,8 @@ from properties.soak.impls import FIELDS
 VERDICT_FORMAT = "musespark-routing-verdict/1"
 UNITS = {"ids": "rows", "weights": "rows", "metadata": "calls"}
 # Ulp buckets of one weight against the model's: equal bits; zeros of opposite signs; 1, 2, 3 ulps; then
-# [2^k, 2^(k+1)) for k = 2..31; a NaN on either side (a poisoned weight left unwritten reads as NaN).
+# [2^k, 2^(k+1)) for k = 2..31; bits that differ with a NaN on either side (a poisoned weight left unwritten
+# reads as NaN).
 ULP_LABELS = (("equal", "±0", "1", "2", "3") + tuple(f"{2**k}..{2**(k + 1) - 1}" for k in range(2, 32)) + ("NaN",))
 _NAN = len(ULP_LABELS) - 1
 SEP = "|"
@@ -39,8 +40,8 @@ def ulp_buckets(got, want):
     distance = (ordered(g) - ordered(w)).abs()
     exponent = torch.frexp(distance.to(torch.float64)).exponent.to(torch.int64)  # d = m 2^e, m in [0.5, 1)
     index = torch.where(distance < 4, distance + 1, exponent + 2)
-    index = torch.where(g == w, 0, index)
-    return torch.where(torch.isnan(got) | torch.isnan(want), _NAN, index)
+    index = torch.where(torch.isnan(got) | torch.isnan(want), _NAN, index)
+    return torch.where(g == w, 0, index)
 
 
 def _families(plan):
