@@ -217,3 +217,20 @@ def test_the_ulp_buckets_of_hand_made_weights():
     labels = [ULP_LABELS[i] for i in ulp_buckets(got, want).tolist()]
     # -1 and +1 lie 2 * 0x3f800000 ulps apart
     assert labels == ["equal", "±0", "1", "3", "4..7", "NaN", f"{2**30}..{2**31 - 1}", "1"]
+
+
+def test_the_gate_gives_each_plugin_a_row_and_fails_on_a_refused_one(tmp_path, monkeypatch, registry):
+    from properties.tools import gate
+
+    good = _module(tmp_path, _model_like(), name="good")
+    bad = _module(tmp_path, "def route(*args):\n    raise RuntimeError('boom')\n", name="bad")
+    monkeypatch.setenv(plugins.ENV, f"good={good}:route bad={bad}:route")
+    monkeypatch.setattr(implementations, "_configured", {"loaded": False, "names": [], "refused": {}})
+    status = gate.plugins_status()
+    assert status == {"good": None, "bad": "raised RuntimeError: boom"}
+    summary = {"groups": {}, "unnamed_skips": [], "gpu_checks_not_run": 0}
+    built = {"ran": True, "failed": False, "why": "", "seconds": 1.0}
+    assert gate.verdict(0, summary, built, {}, False, status) == ["implementation bad not run: raised RuntimeError: boom"]
+    rows = {line.split()[1]: line for line in gate.table(summary, built, {}, status).splitlines()
+            if line.startswith("plugin ")}
+    assert set(rows) == {"good", "bad"} and "not run: raised RuntimeError: boom" in rows["bad"]

@@ -133,7 +133,21 @@ def oracles_not_run():
     return failed_on_gpu()
 
 
-def verdict(rc, summary, flashinfer, oracles, require_gpu):
+def plugins_status():
+    """name -> None (it runs) or why not, for each plug-in of VERIFY_IMPL or an installed entry point
+    (properties/engine/plugins.py); the differential tests check the ones that run, a refused one fails."""
+    import importlib.metadata
+
+    from properties.engine.plugins import ENV, GROUP
+
+    if not os.environ.get(ENV, "").split() and not importlib.metadata.entry_points(group=GROUP):
+        return {}
+    from properties.engine import implementations
+
+    return {**{name: None for name in implementations.configured()}, **implementations.refused()}
+
+
+def verdict(rc, summary, flashinfer, oracles, require_gpu, plugins=None):
     """The reasons this run fails (empty: it passes)."""
     if summary is None:
         return [f"pytest ended with exit {rc} and wrote no report (usage error or crash)"]
@@ -153,10 +167,11 @@ def verdict(rc, summary, flashinfer, oracles, require_gpu):
             reasons.append(f"{summary['gpu_checks_not_run']} GPU checks did not run (VERIFY_REQUIRE_GPU=1)")
         if oracles:
             reasons.append("oracles not run (VERIFY_REQUIRE_GPU=1): " + ", ".join(oracles))
+    reasons += [f"implementation {name} not run: {why}" for name, why in (plugins or {}).items() if why]
     return reasons
 
 
-def table(summary, flashinfer, oracles):
+def table(summary, flashinfer, oracles, plugins=None):
     head = f"{'part':20s} {'ran':>5s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'cases':>10s} {'seconds':>8s}  why not run"
     lines = [head, "-" * len(head),
              f"{'flashinfer build':20s} {'yes' if flashinfer['ran'] else 'no':>5s} {'':>7s} "
@@ -164,6 +179,9 @@ def table(summary, flashinfer, oracles):
              f"{flashinfer['why']}"]
     for name, why in oracles.items():
         lines.append(f"{'oracle ' + name:20s} {'no':>5s} {'':>7s} {'':>7s} {'':>8s} {'':>10s} {'':>8s}  not run: {why}")
+    for name, why in (plugins or {}).items():
+        lines.append(f"{'plugin ' + name:20s} {'no' if why else 'yes':>5s} {'':>7s} {'1' if why else '0':>7s} "
+                     f"{'':>8s} {'':>10s} {'':>8s}  {'not run: ' + why if why else ''}")
     for name, g in sorted((summary or {}).get("groups", {}).items()):
         ran = "yes" if g["passed"] + g["failed"] else "no"
         why = "; ".join(f"{n} x {r}" for r, n in g["skip_reasons"].items())
@@ -200,22 +218,23 @@ def main(argv=None):
                   flush=True)
             ticker.part = "oracle probes"
             oracles = oracles_not_run()
+            plugins = plugins_status()
             ticker.part = "tests"
             rc, summary = run_tests(scratch, args.profile, workers, pytest_args, gpus)
         seconds = time.monotonic() - started
-        reasons = verdict(rc, summary, flashinfer, oracles, args.require_gpu)
+        reasons = verdict(rc, summary, flashinfer, oracles, args.require_gpu, plugins)
         record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons,
                   "tier": "cpu" if gpu_reason else "cpu+gpu", "gpu": gpu_reason or "available",
                   "hypothesis_profile": args.profile, "pytest_args": pytest_args, "pytest_exit": rc,
                   "seconds": round(seconds, 1), "require_gpu": args.require_gpu, "flashinfer_build": flashinfer,
-                  "oracles_not_run": oracles, "tests": summary,
+                  "oracles_not_run": oracles, "plugins": plugins, "tests": summary,
                   "environment": {**provenance.record(PACKAGES), "host": provenance.host()}}
         if (scratch / "junit.xml").is_file():
             shutil.move(scratch / "junit.xml", reports / "junit.xml.partial")
             os.replace(reports / "junit.xml.partial", reports / "junit.xml")
         write_whole(reports / "verify.json", json.dumps(record, indent=1) + "\n")
     print()
-    print(table(summary, flashinfer, oracles))
+    print(table(summary, flashinfer, oracles, plugins))
     not_run = summary["gpu_checks_not_run"] if summary else "?"
     print(f"\ntier: {record['tier']} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
           f"{seconds:.0f} s; reports in {reports}")
