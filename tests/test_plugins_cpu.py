@@ -234,3 +234,20 @@ def test_the_gate_gives_each_plugin_a_row_and_fails_on_a_refused_one(tmp_path, m
     rows = {line.split()[1]: line for line in gate.table(summary, built, {}, status).splitlines()
             if line.startswith("plugin ")}
     assert set(rows) == {"good", "bad"} and "not run: raised RuntimeError: boom" in rows["bad"]
+
+
+def test_flashinfers_fused_routing_declares_what_its_runner_takes(registry):
+    """examples/plugins/fi_fused.py, the H200 verdict's plug-in: renormalized calls, power-of-two tiles, one
+    local expert at least; without a GPU it is refused in one line, never run."""
+    from oracles.provenance import cuda_reason
+    from properties.engine.interface import Declaration
+
+    spec = f"fi_fused={os.path.join(REPO, 'examples', 'plugins', 'fi_fused.py')}:route"
+    module = plugins._module("fi_fused", spec.split("=", 1)[1].rsplit(":", 1)[0])
+    declaration = Declaration.of(module.route.declaration)
+    assert declaration.refusal(8, True, 16, 256) is None
+    assert declaration.refusal(8, False, 16, 256) and declaration.refusal(8, True, 12, 256)
+    assert declaration.refusal(8, True, 16, 0) and declaration.refusal(8, True, None, 0) is None
+    if cuda_reason() is not None:
+        with pytest.raises(NotRun, match=f"^implementation fi_fused not run: {re.escape(cuda_reason())}$"):
+            implementations.add([spec])
