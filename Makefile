@@ -47,6 +47,7 @@ and_report = status=$$?; $(PY) -m properties.report $(REPORT_ARGS) $(1) || true;
 report: $(STAMP)
 	$(PY) -m properties.report $(REPORT_ARGS)
 
+# VERIFY_IMPL="NAME=MODULE:ATTR NAME=PATH.py:ATTR" adds plug-ins (properties/engine/plugins.py) to the tests.
 # `make verify`: the gate (profile "gate" on a GPU, "ci" without; GATE_ARGS e.g. "--workers-per-gpu 8").
 # `make verify-nightly`: the gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples), then
 # the soak (SOAK_ARGS, default 10^9 rows); both run, and it fails if either does.
@@ -54,7 +55,7 @@ GATE_ARGS ?=
 NIGHTLY_PROFILE ?= gpu
 .PHONY: verify-nightly
 verify: $(STAMP)
-	$(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
+	VERIFY_IMPL="$(VERIFY_IMPL)" $(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
 verify-nightly: $(STAMP) flashinfer-oracle

@@ -1,13 +1,15 @@
 """Replay saved cases against the model, live.
 
-    python -m properties.replay CASE_OR_FOLDER ...        (make replay CASE=...)
+    python -m properties.replay CASE_OR_FOLDER ... [--impl NAME=MODULE:ATTR | NAME=PATH.py:ATTR | NAME ...]
+                                                          (make replay CASE=...)
 
 Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
-model) runs the case again, and each live output and each recorded output is compared with the model's live
+model), every plug-in of ``--impl`` (properties/engine/plugins.py) and every built-in it names runs the case
+again, and each live output and each recorded output is compared with the model's live
 output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
 reproduces), 2 when a file cannot be read or lacks an output its recording implementations write
-(properties/engine/casefile.py WRITES): one line naming the file and the field; every file is read before any
-case runs. The last line printed says which: ``replay: AGREE``, ``replay: DIFFER`` or ``replay: UNREADABLE``.
+(the registry's ``writes()``), or when an implementation asked for cannot run: one line naming the file and the
+field, or "implementation NAME not run: <reason>"; every file is read before any case runs. The last line printed says which: ``replay: AGREE``, ``replay: DIFFER`` or ``replay: UNREADABLE``.
 """
 
 import argparse
@@ -15,16 +17,19 @@ import sys
 
 from properties.engine import casefile
 from properties.engine.compare import describe, disagreements
-from properties.engine.implementations import REFERENCE, run_all, unavailable
+from properties.engine import implementations
+from properties.engine.implementations import REFERENCE, available, run_all, unavailable, writes
+from properties.engine.plugins import NotRun
 
 RECORDED = " (recorded)"
 AGREE, DIFFER, UNREADABLE = 0, 1, 2
 VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE"}
 
 
-def replay(record):
-    """(live outputs, disagreements) of a CaseFile: live and recorded outputs against the live model."""
-    live = run_all(record.case)
+def replay(record, names=None):
+    """(live outputs, disagreements) of a CaseFile: live and recorded outputs (of ``names``, default every
+    available implementation) against the live model."""
+    live = run_all(record.case, names)
     recorded = {name + RECORDED: out for name, out in record.outputs.items()}
     return live, disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n)
 
@@ -50,7 +55,7 @@ def _read_complete(path):
     """The CaseFile at ``path``; CaseFileError (one line) when it cannot be read or lacks a field one of its
     recording implementations writes (a recording that lost an output must not pass as one that agrees)."""
     record = casefile.read(path)
-    missing = casefile.missing_fields(record)
+    missing = casefile.missing_fields(record, writes())
     if missing:
         raise casefile.CaseFileError(f"{path}: outputs: recorded outputs missing: {', '.join(missing)}")
     return record
@@ -73,8 +78,29 @@ def _counts(files, agree, differ, unreadable):
     return f"replay: {files} case file(s): {agree} agree, {differ} differ, {unreadable} unreadable"
 
 
-def run(cases):
-    """Replay every case file or folder in ``cases``; return AGREE, DIFFER or UNREADABLE."""
+def _implementations(impls):
+    """The names to run: every available one and each of ``impls`` (built-in names or plug-in specs, loaded and
+    probed); NotRun or ValueError (one line) for one that cannot run."""
+    names = [spec for spec in impls if "=" not in spec]
+    for name in names:
+        if name not in implementations.REGISTRY:
+            raise ValueError(f"--impl {name!r}: not a built-in implementation ({', '.join(implementations.REGISTRY)}) "
+                             "nor NAME=MODULE:ATTR")
+        reason = implementations.REGISTRY[name].unavailable()
+        if reason is not None:
+            raise NotRun(name, reason)
+    added = implementations.add([spec for spec in impls if "=" in spec])
+    refused = implementations.refused()
+    if refused:
+        name, reason = next(iter(refused.items()))
+        raise NotRun(name, reason)
+    chosen = available()
+    return chosen + [name for name in names + added if name not in chosen]
+
+
+def run(cases, impls=()):
+    """Replay every case file or folder in ``cases`` on every available implementation and on ``impls``
+    (built-in names or plug-in specs); return AGREE, DIFFER or UNREADABLE."""
     paths = casefile.case_files(cases)
     if not paths:
         print(f"replay: no case files in {' '.join(map(str, cases))}", file=sys.stderr)
@@ -84,12 +110,17 @@ def run(cases):
         print("\n".join(errors), file=sys.stderr)
         print(_counts(len(paths), 0, 0, len(errors)) + " (none replayed: every file is read before any case runs)")
         return UNREADABLE
-    missing = unavailable()
+    try:
+        names = _implementations(impls)
+    except ValueError as exc:  # NotRun or a malformed --impl
+        print(f"replay: {exc}", file=sys.stderr)
+        return UNREADABLE
+    missing = {name: why for name, why in unavailable().items() if name not in names}
     if missing:
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
     statuses = []
     for path, record in records.items():
-        live, found = replay(record)
+        live, found = replay(record, names)
         print(_summary(path, record, live, found))
         statuses.append(DIFFER if found else AGREE)
     print(_counts(len(paths), statuses.count(AGREE), statuses.count(DIFFER), 0))
@@ -99,7 +130,10 @@ def run(cases):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    status = run(parser.parse_args(argv).cases)
+    parser.add_argument("--impl", action="append", default=[], metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
+                        help="also run this built-in or plug-in (repeatable)")
+    args = parser.parse_args(argv)
+    status = run(args.cases, args.impl)
     print(f"replay: {VERDICTS[status]} (exit {status})")
     return status
 

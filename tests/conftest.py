@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from oracles.flashinfer_routing import build as flashinfer_build
 from properties.engine import casefile
-from properties.engine.compare import check_case
+from properties.engine.check import check_case
 from properties.engine.implementations import BROKEN_ENV
 from properties.strategies import GENERATORS
 

@@ -11,6 +11,7 @@ import pytest
 from kernel.layout import EXPERTS, TOP_K, metadata_size
 from properties.engine import casefile
 from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.implementations import writes
 from properties.engine.poison import METADATA_POISON
 
 TILE = 2
@@ -97,13 +98,13 @@ def test_a_bad_file_is_refused_naming_what_is_wrong(tmp_path, change, needle):
 
 
 def test_missing_fields_names_each_lost_recording():
-    assert casefile.missing_fields(casefile.from_json(_json())) == []
+    assert casefile.missing_fields(casefile.from_json(_json()), writes()) == []
     data = copy.deepcopy(_json())
     data["outputs"]["metadata"][0]["by"] = ["model"]
     del data["outputs"]["weights"][1]  # the entry of cute's weights
-    assert casefile.missing_fields(casefile.from_json(data)) == ["cute weights", "cute metadata"]
+    assert casefile.missing_fields(casefile.from_json(data), writes()) == ["cute weights", "cute metadata"]
     data["recorded"]["by"].append("flashinfer")
-    assert casefile.missing_fields(casefile.from_json(data))[-1] == "flashinfer metadata"
+    assert casefile.missing_fields(casefile.from_json(data), writes())[-1] == "flashinfer metadata"
 
 
 def test_missing_fields_asks_no_metadata_without_a_tile():
@@ -112,5 +113,5 @@ def test_missing_fields_asks_no_metadata_without_a_tile():
     ids, weights = np.arange(TOP_K, dtype=np.int32)[None], np.full((1, TOP_K), 0.125, np.float32)
     outputs = {"model": Outputs(ids, weights, None), "cute": Outputs(ids, None, None)}
     record = casefile.CaseFile(case, outputs, {"by": ["model", "cute"]}, {}, [])
-    assert casefile.missing_fields(record) == ["cute weights"]
+    assert casefile.missing_fields(record, writes()) == ["cute weights"]
 

@@ -13,7 +13,7 @@ import pytest
 from kernel.layout import TOP_K, metadata_size
 from properties.corpus import CASES_PER_GENERATOR, regression_path
 from properties.engine import casefile
-from properties.engine.implementations import REAL
+from properties.engine.implementations import REAL, writes
 from properties.replay import main as replay_main
 from properties.replay import replay
 from properties.strategies import GENERATORS
@@ -51,8 +51,8 @@ def test_every_recorded_output_equals_the_model(generator):
 
 def test_every_recording_holds_every_field_its_implementation_writes():
     """ids and weights of model, Triton and the kernel; metadata of model, kernel and FlashInfer with a tile."""
-    missing = [f"{path.name}: {casefile.missing_fields(casefile.read(path))}"
-               for paths in CORPUS.values() for path in paths if casefile.missing_fields(casefile.read(path))]
+    missing = [f"{path.name}: {casefile.missing_fields(casefile.read(path), writes())}"
+               for paths in CORPUS.values() for path in paths if casefile.missing_fields(casefile.read(path), writes())]
     assert not missing, f"{len(missing)} cases lack recorded outputs, e.g. {missing[:3]}"
 
 
@@ -132,7 +132,7 @@ def test_a_recording_that_lost_a_field_is_refused(tmp_path, capsys, field, name)
     data = json.loads(_metadata_case().read_text())
     for entry in data["outputs"][field]:
         entry["by"] = [n for n in entry["by"] if n != name]
-    assert casefile.missing_fields(casefile.from_json(data)) == [f"{name} {field}"]
+    assert casefile.missing_fields(casefile.from_json(data), writes()) == [f"{name} {field}"]
     lost = tmp_path / "lost.json"
     lost.write_text(json.dumps(data))
     assert replay_main([str(lost)]) == 2

@@ -13,6 +13,7 @@ import pytest
 from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.provenance import REPO_ROOT
 from properties.engine import implementations
+from properties.engine.interface import Declaration, Implementation
 from properties.tools import gate, profiles
 
 GATE_TIMEOUT_S = 300
@@ -124,11 +125,10 @@ def test_missing_nvcc_is_not_run_and_fails_only_under_require_gpu_without_a_libr
 
 def test_an_oracle_that_fails_to_import_on_a_gpu_is_listed_not_run(monkeypatch):
     monkeypatch.setattr(implementations, "cuda_reason", lambda: None)
-    broken = implementations.Implementation("triton", None, lambda: "ImportError: no module named triton", ())
+    broken = Implementation("triton", None, Declaration(unavailable="ImportError: no module named triton"))
     monkeypatch.setitem(implementations.REGISTRY, "triton", broken)
     for name in ("cute", "flashinfer"):
-        monkeypatch.setitem(implementations.REGISTRY, name,
-                            implementations.Implementation(name, None, lambda: None, ()))
+        monkeypatch.setitem(implementations.REGISTRY, name, Implementation(name, None))
     assert implementations.failed_on_gpu() == {"triton": "ImportError: no module named triton"}
     assert "oracle triton" in gate.table(_summary(), _BUILT, implementations.failed_on_gpu())
 

@@ -350,3 +350,37 @@ def test_metadata_field_names_every_region_of_the_layout():
                                             META_PERMUTED_TO_TOKEN + 127, metadata_size(2) - 1)]
     assert names == ["padded_tokens[0]", "num_ctas[0]", "expanded_to_permuted[63]", "cta_batch[0]", "cta_limit[1]",
                      f"unused[{META_PERMUTED_TO_TOKEN - 1}]", "permuted_to_token[127]", "guard"]
+
+
+@pytest.mark.parametrize("renormalize", [True, False])
+def test_route_and_metadata_take_torch_tensors_and_give_the_numpy_bits(renormalize):
+    """A CPU plug-in hands the model torch tensors: the same bits as from NumPy arrays, as tensors."""
+    import torch
+
+    rng = np.random.default_rng(6)
+    logits, bias = rng.standard_normal((5, 256), dtype=np.float32), rng.standard_normal(256, dtype=np.float32)
+    ids, w = model.route(logits, bias, 2.5, renormalize)
+    ids_t, w_t = model.route(torch.from_numpy(logits), torch.from_numpy(bias), 2.5, renormalize)
+    assert isinstance(ids_t, torch.Tensor) and ids_t.dtype == torch.int32 and w_t.dtype == torch.float32
+    assert ids_t.numpy().tolist() == ids.tolist() and _bits(w_t.numpy()).tolist() == _bits(w).tolist()
+    meta = model.routing_metadata(ids, 3, 200, 5, fill=-7)
+    meta_t = model.routing_metadata(ids_t, 3, 200, 5, fill=-7)
+    assert isinstance(meta_t, torch.Tensor) and meta_t.numpy().tolist() == meta.tolist()
+
+
+@pytest.mark.parametrize("call,needle", [
+    (lambda t: model.route(t.zeros((1, 256), dtype=t.float64), t.zeros(256), 1.0), "logits must be a float32"),
+    (lambda t: model.route(t.zeros((1, 255)), t.zeros(256), 1.0), "logits must have shape"),
+    (lambda t: model.route(t.full((1, 256), float("nan")), t.zeros(256), 1.0), "logits holds NaN"),
+    (lambda t: model.route(t.zeros((1, 256)), np.zeros(256, np.float32), 1.0), "bias must be of the library"),
+    (lambda t: model.route(t.zeros((1, 256)), t.zeros(256), float("nan")), "scale must be finite"),
+    (lambda t: model.routing_metadata(t.zeros((1, 8), dtype=t.int64), 0, 256, 8), "ids must be an int32"),
+    (lambda t: model.routing_metadata(t.zeros((1, 8), dtype=t.int32), 0, 256, 8), "must not repeat"),
+    (lambda t: model.routing_metadata(t.full((1, 8), 256, dtype=t.int32), 0, 256, 8), "ids must lie in"),
+    (lambda t: model.routing_metadata(t.arange(8, dtype=t.int32)[None], 0, 256, 0), "tile_n"),
+], ids=["dtype", "shape", "nan", "mixed", "scale", "ids dtype", "repeat", "range", "tile"])
+def test_torch_inputs_get_the_same_errors(call, needle):
+    import torch
+
+    with pytest.raises(ValueError, match=needle):
+        call(torch)

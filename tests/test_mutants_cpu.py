@@ -18,7 +18,7 @@ from kernel import routing
 from kernel.layout import META_NUM_CTAS
 from oracles.provenance import REPO_ROOT
 from properties.engine import casefile, device
-from properties.engine.cases import Outputs
+from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import disagreements
 from properties.engine.implementations import REGISTRY
 from properties.families import batches, families
@@ -92,33 +92,39 @@ def _no_fault(case, ids, weight_bits, metadata):
     pass
 
 
-def _fake_launch(fault):
-    """device.launch stand-in: the model's outputs written into the (CPU) buffers, then ``fault``."""
+def _fake_route(fault):
+    """kernel.routing.route stand-in: the model's outputs written into the (CPU) tensors it is given, then
+    ``fault`` (on those tensors: the metadata vector whole where device.launch passes it whole)."""
 
-    def launch(buffers):
-        case = buffers.case
+    def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, local_expert_offset=0,
+              num_local_experts=0, tile_n=0):
+        case = RoutingCase(logits.numpy().copy(), bias.numpy().copy(), np.float32(scale), renormalize,
+                           tile_n if metadata is not None else None, local_expert_offset, num_local_experts,
+                           "fake kernel call")
         want = REGISTRY["model"].run(case)
-        buffers.ids.copy_(torch.from_numpy(want.ids))
-        buffers.weights.copy_(torch.from_numpy(want.weights))
-        metadata = None if buffers.metadata_all is None else buffers.metadata_all.numpy()
-        if metadata is not None:
-            metadata[:want.metadata.size] = want.metadata
-        fault(case, buffers.ids_all.numpy(), buffers.weights_all.view(torch.int32).numpy(), metadata)
+        ids.copy_(torch.from_numpy(want.ids))
+        weights.copy_(torch.from_numpy(want.weights))
+        meta = None if metadata is None else metadata.numpy()
+        if meta is not None:
+            meta[:want.metadata.size] = want.metadata
+        fault(case, ids.numpy(), weights.view(torch.int32).numpy(), meta)
 
-    return launch
+    return route
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
-    """The engine's kernel path on CPU tensors (the probe's sweep and the registry's "cute" both), saving into
-    tmp_path; returns a fault setter."""
+    """The engine's kernel path on CPU tensors (the probe's sweep through device.py and the registry's "cute"
+    both), saving into tmp_path; returns a fault setter."""
     monkeypatch.setattr(device, "target", lambda: torch.device("cpu"))
     monkeypatch.setattr(device, "synchronize", lambda: None)
     monkeypatch.setattr(mutant_probe, "SAVED_DIR", tmp_path)
     monkeypatch.setattr(routing, "prepare", lambda renormalize=True: None)
+    cute = REGISTRY["cute"]
+    monkeypatch.setitem(REGISTRY, "cute", replace(cute, declaration=replace(cute.declaration, device="cpu")))
 
     def set_fault(fault):
-        monkeypatch.setattr(device, "launch", _fake_launch(fault))
+        monkeypatch.setattr(routing, "route", _fake_route(fault))
 
     return set_fault
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.engine import casefile
-from properties.engine.compare import check_case
+from properties.engine.check import check_case
 from properties.engine.implementations import REAL, unavailable
 from properties.replay import replay
 from properties.strategies import GENERATORS

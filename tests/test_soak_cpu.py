@@ -20,6 +20,7 @@ from properties.soak.compare import ModelMismatch, cross_check, disagreeing_prob
 from properties.soak.engine import Config, run
 from properties.soak.impls import BatchOutputs, run_model
 from properties.soak.plan import Space, make_batch, make_plan, metadata_stride
+from kernel.layout import metadata_size
 from properties.strategies import DIV_FULL_SCALING_REACH, EX2_OVERFLOW_EDGE, GENERATORS, SATURATED_SCORE_EDGE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -234,7 +235,7 @@ def test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     ([], "give --rows, --seconds or both"),
-    (["--rows", "10", "--impl", "cute"], "needs a CUDA device"),
+    (["--rows", "10", "--impl", "cute"], "implementation cute not run: no CUDA device"),
     (["--rows", "10", "--b", "9"], "b must be one or more of 1..8"),
     (["--rows", "1.5"], "expected a whole non-negative number"),
 ])
@@ -291,52 +292,34 @@ def test_the_bench_summary_carries_its_provenance(tmp_path):
     assert {"commit", "date", "packages", "devices"} <= set(summary["provenance"])
 
 
-def test_flashinfers_batched_outputs_land_where_the_oracle_puts_one_call():
-    """The soak's FlashInfer outputs (its own buffers, one row per call) laid into the metadata layout equal,
-    row by row, the oracle entry's to_meta of the same buffers."""
-    from types import SimpleNamespace
-
-    from oracles.flashinfer_routing import DynBlockMetadata, to_meta
+def test_the_flashinfer_adapter_lays_its_outputs_where_the_oracle_puts_them(monkeypatch):
+    """The registry's "flashinfer" (properties/engine/builtins.py) hands FlashInfer the ids it is given and the
+    local range, and lays FlashInfer's own buffers into the metadata layout exactly as the oracle's to_meta
+    does; CPU stand-ins for the two library calls."""
+    from oracles.flashinfer_routing import DynBlockMetadata, enqueue, to_meta
+    from properties.engine.builtins import route_flashinfer
     from properties.engine.poison import METADATA_POISON
-    from properties.soak.gpu import FlashInfer
 
-    tile, problems = 3, 2
-    rng = np.random.default_rng(7)
-    sizes = {"expanded": 64, "cta_batch": 64, "cta_limit": 64, "permuted": 64 * tile, "scalars": 4}
-    scratch = {k: torch.from_numpy(rng.integers(-1, 500, (problems, n), dtype=np.int32)) for k, n in sizes.items()}
-    state = SimpleNamespace(metadata=torch.full((problems, metadata_stride(tile)), METADATA_POISON, dtype=torch.int32),
-                            scratch=scratch, plan=SimpleNamespace(tile_n=tile))
-    got = object.__new__(FlashInfer).outputs(state).metadata.numpy()
-    for p in range(problems):
-        one = {k: v[p].numpy() for k, v in scratch.items()}
-        want = to_meta(DynBlockMetadata(one["cta_batch"], one["cta_limit"], one["permuted"], one["expanded"],
-                                        int(one["scalars"][0]), int(one["scalars"][1]), tile, METADATA_POISON))
-        assert np.array_equal(got[p, :want.size], want)
-        assert (got[p, want.size:] == METADATA_POISON).all()
+    tile, rng, launched = 3, np.random.default_rng(7), []
 
+    def device_buffers(ids, tile_n, poison):
+        buffers = enqueue.DeviceBuffers(ids=ids, **enqueue.MetadataOutputs.allocate("cpu", tile_n))
+        buffers.poison(poison)
+        return buffers
 
-def test_the_soaks_flashinfer_launch_hands_each_problem_its_own_rows():
-    """FlashInfer.launch builds the oracle's DeviceBuffers from problem p's rows of the soak's buffers (ids from
-    the reference, the two sizes from the first words of its scalars row) and enqueues them."""
-    from types import SimpleNamespace
+    def fake_enqueue(buffers, offset, count):
+        launched.append((buffers, offset, count))
+        for out in buffers.outputs():
+            out.copy_(torch.from_numpy(rng.integers(-1, 500, out.numel(), dtype=np.int32)))
 
-    from oracles.flashinfer_routing import enqueue
-    from properties.soak.gpu import FlashInfer
-
-    tile, problems, p = 3, 2, 1
-    sizes = {"expanded": 64, "cta_batch": 64, "cta_limit": 64, "permuted": 64 * tile, "scalars": 4}
-    scratch = {k: torch.zeros((problems, n), dtype=torch.int32) for k, n in sizes.items()}
-    ref_ids = torch.zeros((problems, 2, 8), dtype=torch.int32)
-    plan = SimpleNamespace(tile_n=tile, offset=np.array([0, 5]), count=np.array([9, 7]))
-    state = SimpleNamespace(scratch=scratch, ref_ids=ref_ids, plan=plan)
-    launched = []
-    soak_fi = object.__new__(FlashInfer)
-    soak_fi._enqueue = SimpleNamespace(DeviceBuffers=enqueue.DeviceBuffers, SCALARS=enqueue.SCALARS,
-                                       enqueue=lambda *args: launched.append(args))
-    soak_fi.launch(state, p)
+    monkeypatch.setattr(enqueue, "device_buffers", device_buffers)
+    monkeypatch.setattr(enqueue, "enqueue", fake_enqueue)
+    ids = torch.zeros((2, 8), dtype=torch.int32)
+    metadata = torch.full((metadata_size(tile) + 4,), METADATA_POISON, dtype=torch.int32)
+    route_flashinfer(None, None, ids, None, 1.0, True, metadata[:metadata_size(tile)], 5, 7, tile)
     (buffers, offset, count), = launched
-    assert (offset, count, buffers.tile_n) == (5, 7, tile)
-    assert buffers.ids.data_ptr() == ref_ids[p].data_ptr()
-    for name, key in zip(enqueue.MetadataOutputs.NAMES, ("expanded", "cta_batch", "cta_limit", "permuted")):
-        assert getattr(buffers, name).data_ptr() == scratch[key][p].data_ptr(), name
-    assert buffers.scalars.data_ptr() == scratch["scalars"][p].data_ptr() and buffers.scalars.numel() == 2
+    assert buffers.ids is ids and (offset, count, buffers.tile_n) == (5, 7, tile)
+    e2p, batch, limit, p2t, scalars = (out.numpy() for out in buffers.outputs())
+    want = to_meta(DynBlockMetadata(batch, limit, p2t, e2p, int(scalars[0]), int(scalars[1]), tile, METADATA_POISON))
+    assert np.array_equal(metadata[:want.size].numpy(), want)
+    assert (metadata[want.size:] == METADATA_POISON).all()

@@ -1,8 +1,8 @@
 """The NumPy bitwise model of the routing kernel: every float operation as the H200 computes it.
 
-Pure functions, float32 (and int32) NumPy arrays in and out. Bad input raises ValueError naming the argument
-(TypeError for a wrong number of arguments). ``route`` takes any b >= 1 rows; ``routing_metadata`` takes the
-kernel's 1 <= b <= 8. Raises RuntimeError at import if the process flushes subnormals.
+Pure functions, float32 (and int32) NumPy arrays in and out, or torch tensors of one device in and out.
+Bad input raises ValueError naming the argument (TypeError for a wrong number of arguments). ``route`` takes
+any b >= 1 rows; ``routing_metadata`` takes the kernel's 1 <= b <= 8. Raises RuntimeError at import if the process flushes subnormals.
 """
 
 from oracles.fpenv import assert_subnormals_kept

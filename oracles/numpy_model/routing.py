@@ -23,13 +23,27 @@ ROUTER_EPS = np.float32(1e-15)  # bits 0x26901D7D
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _check_float_array(name, x, shape_text, ndim):
-    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
-        raise ValueError(f"{name} must be a float32 NumPy array {shape_text}, got "
+def _library(x):
+    """numpy for an ndarray, torch for a tensor, else None."""
+    try:
+        return namespace(x) if not isinstance(x, np.generic) else None
+    except ValueError:
+        return None
+
+
+def _check_float_array(name, x, shape_text, ndim, like=None):
+    """The array library of ``x``, a float32 NumPy array or torch tensor of ``ndim`` dimensions, the last 256,
+    free of NaN (and of ``like``'s library and device); ValueError naming ``name`` otherwise."""
+    xp = _library(x)
+    if xp is None or x.dtype != xp.float32:
+        raise ValueError(f"{name} must be a float32 NumPy array or torch tensor {shape_text}, got "
                          f"{getattr(x, 'dtype', type(x).__name__)}")
-    if x.ndim != ndim or x.shape[-1] != EXPERTS or x.size == 0:
-        raise ValueError(f"{name} must have shape {shape_text}, got {x.shape}")
-    if np.isnan(x).any():
+    if x.ndim != ndim or x.shape[-1] != EXPERTS or 0 in x.shape:
+        raise ValueError(f"{name} must have shape {shape_text}, got {tuple(x.shape)}")
+    if like is not None and (xp is not _library(like) or getattr(x, "device", None) != getattr(like, "device", None)):
+        raise ValueError(f"{name} must be of the library and device of logits, got {type(x).__name__} on "
+                         f"{getattr(x, 'device', 'the host')}")
+    if bool(xp.isnan(x).any()):
         raise ValueError(f"{name} holds NaN: NaN is outside the routing domain")
 
 
@@ -47,17 +61,21 @@ def route(logits, bias, scale, renormalize=True):
     """(ids int32 [b, 8], weights float32 [b, 8]) of the top 8 of sigmoid(logits) + bias.
 
     logits: float32 [b, 256], any b >= 1 (the model has no row limit; the kernel's contract is 1 <= b <= 8);
-    bias: float32 [256]; no NaN in either; renormalize a bool. Each of 8 rounds picks the
+    bias: float32 [256]; NumPy arrays, or torch tensors of one device (the outputs are then tensors there);
+    no NaN in either; renormalize a bool. Each of 8 rounds picks the
     largest c = s + bias among the experts not yet picked, the lowest index among equal values (-0.0 equals
     +0.0, -inf is an ordinary value). Weights use the sigmoid score s of each pick: s_k * (scale / (total +
     1e-15)) with total summed in pick order from 0.0, or s_k * scale without renormalize. ``scale`` is
     rounded to float32 and must be finite there.
     """
     _check_float_array("logits", logits, "[b, 256]", 2)
-    _check_float_array("bias", bias, "[256]", 1)
+    _check_float_array("bias", bias, "[256]", 1, like=logits)
     if not isinstance(renormalize, (bool, np.bool_)):
         raise ValueError(f"renormalize must be a bool, got {renormalize!r}")
-    return route_rows(logits, bias, _check_scale(scale), bool(renormalize))
+    scale32 = _check_scale(scale)
+    if namespace(logits) is not np:
+        scale32 = namespace(logits).tensor(float(scale32), dtype=logits.dtype, device=logits.device)
+    return route_rows(logits, bias, scale32, bool(renormalize))
 
 
 def route_rows(logits, bias, scale, renormalize):
@@ -143,21 +161,29 @@ def _check_int(name, value, low, high):
 
 
 def _check_ids(ids):
-    if not isinstance(ids, np.ndarray) or ids.dtype != np.int32:
-        raise ValueError(f"ids must be an int32 NumPy array [b, 8], got {getattr(ids, 'dtype', type(ids).__name__)}")
+    """The array library of ``ids``; ValueError unless an int32 NumPy array or torch tensor [b, 8] of distinct
+    experts per row."""
+    xp = _library(ids)
+    if xp is None or ids.dtype != xp.int32:
+        raise ValueError(f"ids must be an int32 NumPy array or torch tensor [b, 8], got "
+                         f"{getattr(ids, 'dtype', type(ids).__name__)}")
     if ids.ndim != 2 or ids.shape[1] != TOP_K or not 1 <= ids.shape[0] <= MAX_TOKENS:
-        raise ValueError(f"ids must have shape [b, {TOP_K}] with 1 <= b <= {MAX_TOKENS}, got {ids.shape}")
-    if ids.min() < 0 or ids.max() >= EXPERTS:
-        raise ValueError(f"ids must lie in [0, {EXPERTS}), got {ids.min()}..{ids.max()}")
-    if (np.sort(ids, axis=1)[:, 1:] == np.sort(ids, axis=1)[:, :-1]).any():
+        raise ValueError(f"ids must have shape [b, {TOP_K}] with 1 <= b <= {MAX_TOKENS}, got {tuple(ids.shape)}")
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= EXPERTS:
+        raise ValueError(f"ids must lie in [0, {EXPERTS}), got {low}..{high}")
+    ordered = np.sort(ids, axis=1) if xp is np else xp.sort(ids, dim=1).values
+    if bool((ordered[:, 1:] == ordered[:, :-1]).any()):
         raise ValueError("ids must not repeat an expert within a token row")
+    return xp
 
 
 def routing_metadata(ids, local_expert_offset, num_local_experts, tile_n, fill=-(2**31)):
     """int32 [metadata_size(tile_n)]: the metadata of local experts [offset, offset + num) for GEMM tile tile_n.
 
     ids: int32 [b, 8] with 1 <= b <= 8 (the kernel's token limit, which the layout is sized for), each row
-    distinct experts in [0, 256); 0 <= offset, 0 <= num <= 256 - offset, 1 <= tile_n <= MAX_TILE; fill an int32.
+    distinct experts in [0, 256), a NumPy array or a torch tensor (the result is then a tensor on its device);
+    0 <= offset, 0 <= num <= 256 - offset, 1 <= tile_n <= MAX_TILE; fill an int32.
 
     Semantics of FlashInfer's routingIndicesDynBlockKernel: per local expert e, count = its tokens, ctas =
     ceil(count / tile_n), first CTA = exclusive sum of ctas in expert order; CTA i of e gets batch index
@@ -166,12 +192,13 @@ def routing_metadata(ids, local_expert_offset, num_local_experts, tile_n, fill=-
     expert is another rank's. Elements the kernel does not write (entries past 8b routes, past the CTA
     count and the padded rows, and the guard) keep ``fill``.
     """
-    _check_ids(ids)
+    xp = _check_ids(ids)
     offset = _check_int("local_expert_offset", local_expert_offset, 0, EXPERTS)
     count_local = _check_int("num_local_experts", num_local_experts, 0, EXPERTS - offset)
     tile = _check_int("tile_n", tile_n, 1, MAX_TILE)
     fill = _check_int("fill", fill, _INT32_MIN, _INT32_MAX)
-    return metadata_rows(ids[None], np.array([offset]), np.array([count_local]), tile, fill)[0]
+    ranges = [np.array([v]) if xp is np else xp.tensor([v], device=ids.device) for v in (offset, count_local)]
+    return metadata_rows(ids[None], *ranges, tile, fill)[0]
 
 
 def metadata_rows(ids, local_expert_offset, num_local_experts, tile_n, fill):

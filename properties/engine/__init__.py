@@ -2,8 +2,13 @@
 
     cases.py            RoutingCase (the inputs of one call) and Outputs (what one implementation wrote)
     poison.py           the poison every output buffer starts from
-    implementations.py  the registry: model, triton, cute, flashinfer, broken; each says why it cannot run
-    device.py           the kernel through poisoned buffers larger than its contract (GPU)
-    compare.py          the bitwise comparison, its one-line report, check_case (saves a disagreement)
+    interface.py        the one interface of every implementation: the kernel's route signature, a Declaration
+    builtins.py         the harness's own: model, triton, cute, flashinfer, broken, the planted faults
+    plugins.py          implementations from outside: --impl NAME=MODULE:ATTR, VERIFY_IMPL, entry points
+    implementations.py  the one registry of both, per case and per batch (properties/soak)
+    buffers.py          one call's poisoned tensors and the per-case path (case -> Outputs)
+    device.py           the kernel through buffers larger than its contract, for the kernel's own tests (GPU)
+    compare.py          the bitwise comparison and its one-line report
+    check.py            check_case: a property's check of one case, saving a disagreement
     casefile.py         the case-file writer and reader (corpora/README.md)
 """

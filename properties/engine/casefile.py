@@ -36,7 +36,6 @@ import numpy as np
 from kernel.layout import EXPERTS, TOP_K, metadata_size
 from oracles import provenance
 from properties.engine.cases import FIELDS, Outputs, RoutingCase
-from properties.engine.implementations import REGISTRY
 from properties.engine.poison import METADATA_POISON
 from properties.floats import f32, f32_bits
 
@@ -51,8 +50,6 @@ _SHORT = 40  # characters of a refused value quoted in an error
 # refused before it is read, so no JSON array of it is allocated.
 MAX_FILE_BYTES = 16 << 20
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "flashinfer-python", "hypothesis")
-# The fields each implementation writes (metadata only when the case sets a tile); a recording must hold them.
-WRITES = {name: impl.writes for name, impl in REGISTRY.items()}
 
 
 def encode_words(words, fmt):
@@ -274,14 +271,14 @@ def read(path):
         raise CaseFileError(f"{path}: {exc}") from exc
 
 
-def missing_fields(record):
+def missing_fields(record, writes):
     """"<implementation> <field>" for every field an implementation named in ``record.recorded["by"]`` writes
-    (WRITES; metadata only when a tile is set) but the file does not hold: a recording that lost an output
-    must not pass as one that agrees."""
+    (``writes``: name -> fields, the registry's; metadata only when a tile is set) but the file does not hold:
+    a recording that lost an output must not pass as one that agrees."""
     missing = []
     for name in record.recorded.get("by", []):
         out = record.outputs.get(name)
-        for field in WRITES.get(name, ()):
+        for field in writes.get(name, ()):
             if (field != "metadata" or record.case.has_metadata) and (out is None or getattr(out, field) is None):
                 missing.append(f"{name} {field}")
     return missing

@@ -1,17 +1,12 @@
 """The one bitwise comparison: every implementation's outputs against a reference's (the model's), element by
-element, weights as their bit patterns. ``check_case`` saves a disagreement as a replayable case file
-(corpora/failures/) before it fails."""
+element, weights as their bit patterns."""
 
-import os
-
-import hypothesis
-import hypothesis.core
 import numpy as np
 
 from kernel.layout import metadata_field
-from properties.engine.casefile import write_failure
 from properties.engine.cases import FIELDS
-from properties.engine.implementations import REFERENCE, run_all
+
+REFERENCE = "model"
 
 MAX_LISTED = 5
 
@@ -83,43 +78,3 @@ def describe(disagreement, tile_n=None):
     where = "; ".join(f"{_where(d, e, tile_n)}: {e['got']} instead of {e['want']}" for e in d["first"])
     count = d.get("note") or f"{d['count']} element(s) differ, first {where}"
     return f"{d['implementation']} {d['field']} vs {d['reference']}: {count}"
-
-
-def _reproduction(context):
-    """Hypothesis's ``@reproduce_failure`` line for the running example; None where this Hypothesis version
-    lacks the (internal) API."""
-    try:
-        from hypothesis.core import reproduction_decorator
-        return reproduction_decorator(context.data.choices)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _hypothesis_run():
-    """(whether this is the run to save, where the case came from). Inside a Hypothesis test only the final
-    replay of the minimal failing example is saved, not every step of the shrinking."""
-    origin = {"test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0] or None,
-              "hypothesis_version": hypothesis.__version__}
-    if not hypothesis.currently_in_test_context():
-        return True, origin
-    from hypothesis.control import current_build_context
-
-    context = current_build_context()
-    profile = getattr(hypothesis.settings, "get_current_profile_name", lambda: None)()
-    origin.update(hypothesis_seed=getattr(hypothesis.core, "global_force_seed", None), hypothesis_profile=profile,
-                  reproduce_failure=_reproduction(context))
-    return context.is_final, origin
-
-
-def check_case(case, property_name, names=None):
-    """Run the implementations (default: every available one) on ``case``; return their outputs when all
-    agree with the model bit for bit, else save the case with every output and raise AssertionError."""
-    outputs = run_all(case, names)
-    found = disagreements(outputs, tile_n=case.tile_n)
-    if not found:
-        return outputs
-    save, origin = _hypothesis_run()
-    saved = write_failure(case, outputs, found, {"property": property_name, **origin}) if save else None
-    lines = "\n".join(describe(d) for d in found)
-    raise AssertionError(f"{property_name}: implementations disagree on a {case.generator} case"
-                         f"{f', saved to {saved}' if saved else ''}:\n{lines}")

@@ -1,148 +1,77 @@
-"""Every routing implementation, each run as case -> Outputs, with the reason it cannot run on this machine.
+"""The one registry of routing implementations, per case (properties, replay, mutants) and per batch (the
+soak) alike: the built-ins (properties/engine/builtins.py) and the plug-ins (properties/engine/plugins.py),
+all the interface of properties/engine/interface.py.
 
-- "model": the NumPy bitwise model (every machine).
-- "triton": the Triton oracle ``fused_musespark1x_routing`` (CUDA): ids and weights.
-- "cute": the CuTe DSL kernel ``kernel.routing.route`` (CUDA): ids, weights and metadata.
-- "flashinfer": FlashInfer's routingIndicesDynBlockKernel on the model's ids (CUDA): metadata only.
-- "broken": the model with ties won by the highest index, a deliberate bug that exists only while the
-  environment sets ROUTING_INJECT_BROKEN=1; it shows that a disagreement is caught, saved and replayed.
-
-Every output buffer an implementation writes into starts poisoned (properties/engine/poison.py), so an element
-it leaves untouched is compared too.
+Plug-ins come from ``add`` (the CLIs' ``--impl``) and, once per process at the first ``available()``, from
+the environment's VERIFY_IMPL and the installed entry points; one that cannot run is kept in ``refused()``
+with its reason, never dropped.
 """
 
-import importlib
 import os
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable
 
-import numpy as np
-
-import oracles.numpy_model as model
-from kernel.layout import EXPERTS, TOP_K
 from oracles.provenance import cuda_reason
-from properties.engine.cases import Outputs
-from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
+from properties.engine import plugins
+from properties.engine.builtins import BROKEN_ENV, BUILTINS  # noqa: F401  (BROKEN_ENV: the tests)
 
-BROKEN_ENV = "ROUTING_INJECT_BROKEN"
-REFERENCE = "model"
-# The implementations a GPU machine must run; "broken" is never required.
+from properties.engine.compare import REFERENCE  # noqa: F401  (the registry names it too)
+# The implementations a GPU machine must run; "broken" and the planted faults are never required.
 REAL = ("model", "triton", "cute", "flashinfer")
 
-
-def _model_metadata(case, ids):
-    if not case.has_metadata:
-        return None
-    return model.routing_metadata(ids, case.local_expert_offset, case.num_local_experts, case.tile_n,
-                                  fill=METADATA_POISON)
+REGISTRY = {impl.name: impl for impl in BUILTINS}
+_configured = {"loaded": False, "names": [], "refused": {}}
 
 
-def _run_model(case):
-    ids, weights = model.route(case.logits, case.bias, case.scale, case.renormalize)
-    return Outputs(ids, weights, _model_metadata(case, ids))
+def add(specs):
+    """Load, probe and register the plug-ins of ``--impl`` specs (NAME=MODULE:ATTR or NAME=PATH.py:ATTR);
+    their names (a spec already registered is registered once). NotRun (one line) for the first that cannot
+    run, ValueError for a malformed spec."""
+    names = []
+    for spec in specs:
+        name, target = plugins.parse(spec)
+        if name in REGISTRY and REGISTRY[name].source == target:
+            names.append(name)
+            continue
+        impl = plugins.load(spec, taken=REGISTRY)
+        REGISTRY[impl.name] = impl
+        names.append(impl.name)
+    return names
 
 
-def _run_broken(case):
-    """The model on the experts in reverse order, its ids mapped back: among equal values the highest
-    index wins."""
-    mirrored, weights = model.route(np.ascontiguousarray(case.logits[:, ::-1]),
-                                    np.ascontiguousarray(case.bias[::-1]), case.scale, case.renormalize)
-    ids = (EXPERTS - 1 - mirrored).astype(np.int32)
-    return Outputs(ids, weights, _model_metadata(case, ids))
+def configured():
+    """Names of the plug-ins of VERIFY_IMPL and of the installed entry points that were loaded (once per
+    process); the ones that cannot run are in ``refused()``."""
+    if not _configured["loaded"]:
+        _configured["loaded"] = True
+        found = plugins.entry_points()
+        for spec in os.environ.get(plugins.ENV, "").split():
+            try:
+                found.append(plugins.load(spec, taken=REGISTRY))
+            except ValueError as exc:  # NotRun or a malformed spec: refused, with its reason
+                name = getattr(exc, "name", spec)
+                found.append(exc if isinstance(exc, plugins.NotRun) else plugins.NotRun(name, str(exc)))
+        for item in found:
+            if isinstance(item, plugins.NotRun):
+                _configured["refused"][item.name] = item.reason
+            elif item.name in REGISTRY:
+                _configured["refused"][item.name] = "the name is already taken"
+            else:
+                REGISTRY[item.name] = item
+                _configured["names"].append(item.name)
+    return list(_configured["names"])
 
 
-def _run_triton(case):
-    import torch
-
-    from oracles.triton_routing import fused_musespark1x_routing
-
-    device = torch.device("cuda", torch.cuda.current_device())
-    ids = torch.full((case.b, TOP_K), IDS_POISON, dtype=torch.int32, device=device)
-    weights = torch.full((case.b, TOP_K), WEIGHT_POISON_BITS, dtype=torch.int32, device=device).view(torch.float32)
-    fused_musespark1x_routing(torch.from_numpy(case.logits).to(device), torch.from_numpy(case.bias).to(device),
-                              renormalize=case.renormalize, routed_scaling_factor=float(case.scale),
-                              out_weights=weights, out_ids=ids)
-    torch.cuda.synchronize()
-    return Outputs(ids.cpu().numpy(), weights.cpu().numpy(), None)
-
-
-def _run_cute(case):
-    """The kernel through the harness's poisoned buffers; the outputs its contract covers."""
-    from properties.engine import device
-
-    return device.route(case).contract()
-
-
-def _run_flashinfer(case):
-    from oracles.flashinfer_routing import dyn_block_metadata, to_meta
-
-    if not case.has_metadata:
-        return Outputs(None, None, None)
-    ids, _ = model.route(case.logits, case.bias, case.scale, case.renormalize)
-    result = dyn_block_metadata(ids, case.local_expert_offset, case.num_local_experts, case.tile_n,
-                                poison=METADATA_POISON)
-    return Outputs(None, None, to_meta(result))
-
-
-def _probe(load):
-    """None when CUDA exists and ``load()`` succeeds, else why not."""
-    reason = cuda_reason()
-    if reason is not None:
-        return reason
-    try:
-        load()
-    except Exception as exc:  # any failure to import or build makes the implementation unavailable
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
-@lru_cache(maxsize=None)
-def _triton_reason():
-    return _probe(lambda: importlib.import_module("oracles.triton_routing"))
-
-
-@lru_cache(maxsize=None)
-def _cute_reason():
-    return _probe(lambda: importlib.import_module("kernel.routing"))
-
-
-@lru_cache(maxsize=None)
-def _flashinfer_reason():
-    def load():
-        from oracles.flashinfer_routing import load_library
-        load_library()
-    return _probe(load)
-
-
-def _broken_reason():
-    if os.environ.get(BROKEN_ENV) == "1":
-        return None
-    return f"a deliberate bug, injected only with {BROKEN_ENV}=1"
-
-
-@dataclass(frozen=True)
-class Implementation:
-    """``run(case) -> Outputs``; ``unavailable()`` is None where it runs, else the reason."""
-
-    name: str
-    run: Callable
-    unavailable: Callable
-    writes: tuple  # the Outputs fields it fills (metadata only when the case sets a tile)
-
-
-REGISTRY = {impl.name: impl for impl in (
-    Implementation("model", _run_model, lambda: None, ("ids", "weights", "metadata")),
-    Implementation("triton", _run_triton, _triton_reason, ("ids", "weights")),
-    Implementation("cute", _run_cute, _cute_reason, ("ids", "weights", "metadata")),
-    Implementation("flashinfer", _run_flashinfer, _flashinfer_reason, ("metadata",)),
-    Implementation("broken", _run_broken, _broken_reason, ("ids", "weights", "metadata")),
-)}
+def refused():
+    """name -> why, for every configured plug-in that cannot run (each fails the run that asked for it)."""
+    configured()
+    return dict(_configured["refused"])
 
 
 def available():
-    """Names of the implementations that run on this machine, in registry order."""
-    return [name for name, impl in REGISTRY.items() if impl.unavailable() is None]
+    """Names of the implementations that run on this machine, in registry order (planted faults only when
+    named)."""
+    configured()
+    return [name for name, impl in REGISTRY.items()
+            if not impl.declaration.on_request and impl.unavailable() is None]
 
 
 def unavailable():
@@ -159,6 +88,13 @@ def failed_on_gpu():
     return {name: why for name, why in unavailable().items() if name in REAL}
 
 
+def writes():
+    """name -> the fields each registered implementation writes (a recording by it must hold them)."""
+    return {name: impl.writes for name, impl in REGISTRY.items()}
+
+
 def run_all(case, names=None):
-    """name -> Outputs of each implementation in ``names`` (default: every available one) on ``case``."""
-    return {name: REGISTRY[name].run(case) for name in (available() if names is None else names)}
+    """name -> Outputs of each implementation in ``names`` (default: every available one) on ``case``; an
+    implementation whose declaration leaves the case out is left out."""
+    ran = {name: REGISTRY[name].run(case) for name in (available() if names is None else names)}
+    return {name: out for name, out in ran.items() if out is not None}

@@ -40,6 +40,10 @@ SAMPLE_T = "tests/test_model_hardware_sample.py::test_model_matches_recorded_har
 COMMON_T = "tests/test_model_hardware_sample.py::test_the_numpy_common_path_gives_the_torch_bits_at_its_edges"
 GATE_T = "tests/test_gate_cpu.py::"
 GATE_PROGRESS_T = "tests/test_gate_progress_cpu.py::"
+REGISTRY_PY = "properties/engine/implementations.py"
+PLUGINS_PY = "properties/engine/plugins.py"
+VERDICT_PY = "properties/soak/verdict.py"
+PLUGINS_T = "tests/test_plugins_cpu.py::"
 
 
 @dataclass(frozen=True)
@@ -224,7 +228,7 @@ CATALOG = (
        ("statuses.append(DIFFER if found else AGREE)", "statuses.append(AGREE)")),
     _m("replay_reads_incomplete_files", REPLAY, "replay reads a file that lost a recorded field",
        CORPUS_T + "test_a_recording_that_lost_a_field_is_refused[metadata-cute]",
-       ("    missing = casefile.missing_fields(record)\n", "    missing = []\n")),
+       ("    missing = casefile.missing_fields(record, writes())\n", "    missing = []\n")),
     # ---- recorded corpus data
     _d("data_cute_metadata_dropped", "cute removed from the recorded metadata of every metadata case file",
        CORPUS_T + "test_every_recording_holds_every_field_its_implementation_writes", _drop_cute_metadata, 341),
@@ -335,6 +339,26 @@ CATALOG = (
        (GATE_PROGRESS_T + "test_only_the_controlling_process_writes_progress",
         GATE_PROGRESS_T + "test_under_xdist_the_counter_only_grows_to_the_tests_collected"),
        ('return hasattr(config, "workeroutput")', "return False")),
+    # ---- plug-ins: the loader and the verdict (issue 21)
+    _m("plugin_refusal_dropped", REGISTRY_PY, "a configured plug-in that cannot run is dropped in silence",
+       PLUGINS_T + "test_verify_impl_configures_plugins_and_keeps_the_refused",
+       ('                _configured["refused"][item.name] = item.reason\n', "                pass\n")),
+    _m("plugin_raise_accepted", PLUGINS_PY, "a plug-in whose probe call raises is accepted",
+       PLUGINS_T + "test_a_plugin_that_cannot_run_is_refused_in_one_line_naming_it[raises]",
+       ('        raise NotRun(impl.name, f"raised {type(exc).__name__}: {_first_line(exc)}") from exc',
+        "        return")),
+    _m("plugin_replaced_tensor_accepted", PLUGINS_PY, "a plug-in that resizes or retypes its outputs is accepted",
+       (PLUGINS_T + "test_a_plugin_that_cannot_run_is_refused_in_one_line_naming_it[wrong shape]",
+        PLUGINS_T + "test_a_plugin_that_cannot_run_is_refused_in_one_line_naming_it[wrong dtype]"),
+       ("        if (_shown(now), now.data_ptr()) != (shown, pointer):", "        if False:")),
+    _m("verdict_differing_uncounted", VERDICT_PY, "the verdict counts no differing row",
+       PLUGINS_T + "test_the_verdict_counts_every_differing_row_and_weight",
+       ("            tally.differing[key(name, names[i], field)] += int(n)",
+        "            tally.differing[key(name, names[i], field)] += 0")),
+    _m("verdict_one_ulp_as_signed_zero", VERDICT_PY, "a weight one ulp off counted in the signed-zero bucket",
+       (PLUGINS_T + "test_the_verdict_counts_every_differing_row_and_weight",
+        PLUGINS_T + "test_the_ulp_buckets_of_hand_made_weights"),
+       ("torch.where(distance < 4, distance + 1, exponent + 2)", "torch.where(distance < 4, distance, exponent + 2)")),
 )
 
 # The issue's four survivors of its first attempt (commit 5a4eedc): CI runs them live.

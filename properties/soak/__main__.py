@@ -1,13 +1,16 @@
 """Soak: many rows of drawn edge cases, every implementation against the model on the device, bit for bit.
 
     python -m properties.soak --rows 1e9 [--seconds S] [--seed N] [--offset N] [--impl cute triton ...]
+    python -m properties.soak --impl NAME=MODULE:ATTR NAME=PATH.py:ATTR --rows 1e6   (plug-ins; a verdict each)
     python -m properties.soak --resume S.json --rows 3e8 --seconds 420     (the same command, again, until done)
     python -m properties.soak --fault ties_to_highest_index --rows 1e6     (a planted fault, any machine)
     python -m properties.soak --bench [--b 1 8]                            (rows/s per variant and b)
     torchrun --standalone --nproc-per-node=gpu -m properties.soak ...      (one rank per GPU)
 
-Exit status: 0 when everything agreed, 1 when an implementation disagreed (case files written), 2 on bad
-arguments, 3 when the model on the device differs from the NumPy model (the reference is not trusted).
+Each implementation under test gets a verdict (properties/soak/verdict.py): a table on the terminal and
+verdict-NAME.json beside the summary. Exit status: 0 when everything agreed, 1 when an implementation
+disagreed (case files written), 2 on bad arguments or an implementation that cannot run ("implementation NAME
+not run: <reason>"), 3 when the model on the device differs from the NumPy model (the reference is not trusted).
 """
 
 import argparse
@@ -17,10 +20,10 @@ import sys
 from pathlib import Path
 
 from properties.soak import dist
-from properties.soak.adapter import MAX_TOKENS
+from properties.soak import verdict
+from properties.soak.adapter import FAULTS, MAX_TOKENS, add_plugins
 from properties.soak.bulk import FAMILIES
-from properties.soak.engine import Config, implementations, run
-from properties.soak.impls import FAULTS
+from properties.soak.engine import Config, implementations, run, under_test
 from properties.soak.plan import METADATA_CHOICES, Space
 from properties.soak.report import describe_device, provenance, read_summary, write_summary
 
@@ -46,8 +49,9 @@ def parser():
     p.add_argument("--offset", type=int, default=0, help="first batch index (resume from a summary's next_offset)")
     p.add_argument("--resume", type=Path, help="continue the run of this summary (its seed, space, offset and "
                    "counts) and update it; where it does not exist yet, start the run and write it there")
-    p.add_argument("--impl", nargs="*", choices=GPU_NAMES, help="implementations under test (default: all three "
-                   "on a GPU, none on a CPU)")
+    p.add_argument("--impl", nargs="*", help="implementations under test: built-in names (cute, triton, "
+                   "flashinfer) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: the three built-ins on a "
+                   "GPU, none on a CPU)")
     p.add_argument("--fault", nargs="*", default=[], choices=sorted(FAULTS), help="planted faults to run as well")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda:N (default: the rank's GPU, else the CPU)")
     p.add_argument("--backend", default="auto", choices=dist.BACKENDS)
@@ -77,11 +81,17 @@ def _space(args):
                  problems=args.problems, plan_batches=args.plan_batches)
 
 
+def _implementations(args, ctx):
+    """The names under test: built-in names as given, plug-in specs loaded and probed (NotRun when one cannot
+    run, ValueError when a spec is malformed)."""
+    impls = args.impl if args.impl is not None else (GPU_NAMES if ctx.device.type == "cuda" else ())
+    plugins = iter(add_plugins([spec for spec in impls if "=" in spec]))
+    return tuple(next(plugins) if "=" in spec else spec for spec in impls)
+
+
 def _config(args, ctx):
     """The Config of ``args``; ValueError naming the argument when they do not make a run."""
-    impls = args.impl if args.impl is not None else (GPU_NAMES if ctx.device.type == "cuda" else ())
-    if ctx.device.type != "cuda" and impls:
-        raise ValueError(f"--impl {' '.join(impls)} needs a CUDA device; this run is on {ctx.device}")
+    impls = _implementations(args, ctx)
     previous, seed, offset, space = None, args.seed, args.offset, _space(args)
     if args.resume and args.resume.exists():
         previous = read_summary(args.resume)
@@ -89,10 +99,12 @@ def _config(args, ctx):
         space = Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in previous["space"].items()})
     if args.rows is None and args.seconds is None:
         raise ValueError("give --rows, --seconds or both")
-    return Config(seed=seed, offset=offset, rows=args.rows, seconds=args.seconds, space=space,
-                  implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
-                  minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
-                  progress=args.progress, previous=previous)
+    config = Config(seed=seed, offset=offset, rows=args.rows, seconds=args.seconds, space=space,
+                    implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
+                    minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
+                    progress=args.progress, previous=previous)
+    under_test(config)
+    return config
 
 
 def main(argv=None):
@@ -106,9 +118,12 @@ def main(argv=None):
         if args.bench:
             from properties.soak.bench import bench
 
-            config = Config(implementations=tuple(args.impl if args.impl is not None else GPU_NAMES),
-                            faults=tuple(args.fault))
-            results = bench(implementations(config, ctx.device), args.b, ctx.device, args.problems,
+            try:
+                config = Config(implementations=_implementations(args, ctx), faults=tuple(args.fault))
+                under_test(config)
+            except ValueError as exc:  # NotRun or a malformed --impl
+                p.error(str(exc))
+            results = bench(implementations(config), args.b, ctx.device, args.problems,
                             args.bench_batches)
             if args.summary:
                 write_summary(args.summary, {"bench": results, "provenance": provenance([describe_device(ctx.device)])})
@@ -128,6 +143,10 @@ def main(argv=None):
             print(json.dumps({"summary": str(path), "rows": this["rows"], "rows_per_second": this["rows_per_second"],
                               "disagreements": this["tally"]["disagreements"], "case_files": len(summary["case_files"]),
                               "next_offset": summary["next_offset"], "done": summary["done"]}))
+            for name in summary["implementations"]:
+                one = verdict.of_summary(summary, name)
+                print(verdict.table(one))
+                print(f"verdict: {verdict.write(path.parent, one)}")
             for message in summary["model_mismatches"]:
                 print(f"MODEL MISMATCH: {message}", file=sys.stderr)
         if summary["model_mismatches"]:

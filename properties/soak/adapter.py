@@ -18,7 +18,12 @@ from oracles.numpy_model import routing_metadata as numpy_routing_metadata
 from oracles.numpy_model.routing import metadata_rows, route_rows
 from properties.draws import FLT_MAX, RANK_SPLITS, SPECIAL_MAGNITUDES, SPECIAL_SCALES, SPECIAL_TILES
 from properties.engine import casefile
+from properties.engine.buffers import device_of
+from properties.engine.builtins import FAULT_PREFIX
 from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.implementations import REGISTRY
+from properties.engine.implementations import add as add_plugins
+from properties.engine.plugins import NotRun
 from properties.engine.compare import describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
 from properties.floats import MAX_SUBNORMAL, PLUS_INF, SIGN
@@ -38,6 +43,8 @@ from properties.strategies import (
 
 CATALOG = tuple(GENERATORS)  # the edge-case names, in the catalog's order
 REFERENCE = "model"
+# The planted faults of the registry (``--fault NAME`` runs "fault-NAME").
+FAULTS = tuple(name[len(FAULT_PREFIX):] for name in REGISTRY if name.startswith(FAULT_PREFIX))
 
 
 def save_case(directory, name, case, outputs, found, origin):

@@ -27,7 +27,8 @@ def _bits(x):
 
 
 def differing(got, want):
-    """bool [P] on the device: problems where any produced field of ``got`` differs from ``want`` in any bit."""
+    """bool [P] on the device: problems ``got`` was called on where any produced field differs from ``want``
+    in any bit."""
     bad = None
     for field in FIELDS:
         value = getattr(got, field)
@@ -35,7 +36,7 @@ def differing(got, want):
             continue
         differs = (_bits(value) != _bits(getattr(want, field))).reshape(value.shape[0], -1).any(1)
         bad = differs if bad is None else bad | differs
-    return bad
+    return bad if bad is None or got.called is None else bad & got.called
 
 
 def disagreeing_problems(got, want):

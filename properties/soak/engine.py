@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 from properties.soak import dist
-from properties.soak.adapter import REFERENCE, save_case
+from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REGISTRY, NotRun, save_case
 from properties.soak.compare import ModelMismatch, cross_check, disagreeing_problems, sample
 from properties.soak.failures import failure
-from properties.soak.impls import Model, PlantedFault
+from properties.soak import verdict
+from properties.soak.impls import Model
 from properties.soak.plan import Space, make_batch, make_plan
 from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance
 
@@ -21,7 +22,8 @@ SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreeme
 @dataclasses.dataclass(frozen=True)
 class Config:
     """A soak run. ``rows``: stop once the run (with ``previous``) has this many rows; ``seconds``: stop after
-    this long; ``implementations``: names of properties.soak.gpu; ``faults``: planted faults (impls.FAULTS);
+    this long; ``implementations``: names in the registry (properties/engine/implementations.py: built-ins
+    and the plug-ins added there); ``faults``: planted faults (the registry's "fault-NAME");
     ``crosscheck``: problems per batch compared with the NumPy model; ``previous``: the summary resumed."""
 
     seed: int = 0
@@ -40,16 +42,25 @@ class Config:
     previous: dict | None = None
 
 
-def implementations(config, device):
-    """The implementations under test, built on ``device``."""
-    from properties.soak.gpu import GPU_IMPLEMENTATIONS
+def under_test(config):
+    """Names of the implementations under test, each in the registry and able to run here; ValueError for an
+    unknown name, NotRun (one line) for one that cannot run here."""
+    names = list(config.implementations) + [FAULT_PREFIX + fault for fault in config.faults]
+    for name in names:
+        if name not in REGISTRY:
+            known = [n for n in REGISTRY if n not in (REFERENCE, "broken") and not n.startswith(FAULT_PREFIX)]
+            raise ValueError(f"implementation must be one of {known} or NAME=MODULE:ATTR, got {name!r}")
+        reason = REGISTRY[name].unavailable()
+        if reason is not None:
+            raise NotRun(name, reason)
+    return names
 
-    built = []
-    for name in config.implementations:
-        if name not in GPU_IMPLEMENTATIONS:
-            raise ValueError(f"implementation must be one of {sorted(GPU_IMPLEMENTATIONS)}, got {name!r}")
-        built.append(GPU_IMPLEMENTATIONS[name](device))
-    return built + [PlantedFault(fault) for fault in config.faults]
+
+def implementations(config):
+    """The implementations under test, from the registry, each through properties/soak/launches.py."""
+    from properties.soak.launches import Launched
+
+    return [Launched(REGISTRY[name]) for name in under_test(config)]
 
 
 class _Plans:
@@ -82,6 +93,7 @@ def _step(ctx, config, plans, reference, impls, index, tally):
         got = impl.run(batch, want)
         bad = disagreeing_problems(got, want)
         tally.disagreements[impl.name] += len(bad)
+        verdict.count(tally, impl.name, batch.plan, got, want)
         found += [failure(impl, batch, want, got, p, ctx.rank, config.minimise) for p in _saved(batch.plan, bad)]
     tally.add_plan_batch(batch.plan)
     try:
@@ -91,16 +103,22 @@ def _step(ctx, config, plans, reference, impls, index, tally):
     return found, None
 
 
-def _write(config, failures, written):
+def _write(config, failures, written, firsts):
+    """Write the failures while room is left; ``firsts``: implementation|family -> its first case file."""
     room = max(0, config.max_case_files - len(written))
-    return [str(save_case(config.failures_dir, f.name, f.case, f.outputs, f.found, f.origin)) for f in failures[:room]]
+    paths = []
+    for f in failures[:room]:
+        paths.append(str(save_case(config.failures_dir, f.name, f.case, f.outputs, f.found, f.origin)))
+        firsts.setdefault(verdict.key(f.implementation, f.case.generator), paths[-1])
+    return paths
 
 
 def run(config, ctx):
     """Run the soak on this rank; returns the summary (the same on every rank)."""
-    reference, impls = Model(), implementations(config, ctx.device)
+    reference, impls = Model(), implementations(config)
     previous = Tally.from_json(config.previous["tally"]) if config.previous else Tally()
     plans, tally, written, mismatches = _Plans(config.space, config.seed), Tally(), [], []
+    firsts = dict((config.previous or {}).get("first_case_files", {}))
     done = previous.rows
     progress = Progress(config.progress and ctx.leader, config.rows, done)
     start, step = time.monotonic(), 0
@@ -117,7 +135,7 @@ def run(config, ctx):
         if failures or bad_model:
             gathered = dist.gather(ctx, (found, mismatch))
             if ctx.leader:
-                written += _write(config, [f for fs, _ in gathered for f in fs], written)
+                written += _write(config, [f for fs, _ in gathered for f in fs], written, firsts)
             mismatches += [m for _, m in gathered if m]
         progress.update(rows, sum(tally.disagreements.values()))
         stop = bool(timeouts or bad_model or (config.stop_on_failure and failures)
@@ -128,10 +146,10 @@ def run(config, ctx):
     for part in dist.gather(ctx, tally):
         totals.merge(part)
     devices = dist.gather(ctx, describe_device(ctx.device))
-    return _summary(config, ctx, totals, previous, elapsed, step, written, mismatches, devices, impls)
+    return _summary(config, ctx, totals, previous, elapsed, step, written, mismatches, devices, impls, firsts)
 
 
-def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches, devices, impls):
+def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches, devices, impls, firsts):
     cumulative = Tally().merge(previous).merge(totals)
     chunks = (config.previous or {}).get("chunks", []) + [{
         "offset": config.offset, "next_offset": config.offset + steps * ctx.world, "rows": totals.rows,
@@ -146,9 +164,12 @@ def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches,
         "space": dataclasses.asdict(config.space),
         "reference": REFERENCE,
         "implementations": [impl.name for impl in impls],
+        "sources": {impl.name: impl.impl.source for impl in impls},
+        "eager": {impl.name: impl.eager for impl in impls if impl.eager},
         "this_run": {**chunks[-1], "tally": totals.to_json()},
         "tally": cumulative.to_json(),
         "case_files": (config.previous or {}).get("case_files", []) + written,
+        "first_case_files": firsts,
         "model_mismatches": mismatches,
         "chunks": chunks,
         "provenance": provenance(devices),

@@ -19,6 +19,7 @@ class Failure:
     """One disagreement, picklable (gathered across ranks), written by rank 0."""
 
     name: str
+    implementation: str
     case: object
     outputs: dict
     found: list
@@ -65,4 +66,4 @@ def failure(impl, batch, reference, got, p, rank, minimise=True):
     digest = hashlib.sha256(json.dumps([case.logits.view(np.uint32).tolist(), case.bias.view(np.uint32).tolist(),
                                         origin], sort_keys=True).encode()).hexdigest()[:12]
     name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-soak-{impl.name}-{case.generator}-{digest}.json"
-    return Failure(name, case, outputs, found, origin)
+    return Failure(name, impl.name, case, outputs, found, origin)

@@ -13,7 +13,8 @@ import torch
 from properties.soak.adapter import environment
 
 SUMMARY_FORMAT = "musespark-soak-summary/1"
-_COUNTERS = ("rows_by_family", "rows_by_variant", "rows_by_tile", "disagreements")
+_COUNTERS = ("rows_by_family", "rows_by_variant", "rows_by_tile", "disagreements", "checked", "differing",
+             "weight_ulps")
 
 
 def variant(b, renormalize, tile_n):
@@ -24,7 +25,8 @@ def variant(b, renormalize, tile_n):
 @dataclasses.dataclass
 class Tally:
     """Rows, problems and batches done; rows per family, variant and tile; problems each implementation got
-    wrong; rows the cross-check compared with the NumPy model."""
+    wrong; rows the cross-check compared with the NumPy model; per implementation, family and field the rows
+    (metadata: calls) checked and differing, and the weights per ulp bucket (properties/soak/verdict.py)."""
 
     rows: int = 0
     problems: int = 0
@@ -34,6 +36,9 @@ class Tally:
     rows_by_variant: Counter = dataclasses.field(default_factory=Counter)
     rows_by_tile: Counter = dataclasses.field(default_factory=Counter)
     disagreements: Counter = dataclasses.field(default_factory=Counter)
+    checked: Counter = dataclasses.field(default_factory=Counter)
+    differing: Counter = dataclasses.field(default_factory=Counter)
+    weight_ulps: Counter = dataclasses.field(default_factory=Counter)
 
     def add_plan_batch(self, plan):
         self.rows += plan.rows

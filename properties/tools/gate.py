@@ -211,13 +211,27 @@ def oracles_not_run():
     return failed_on_gpu()
 
 
+def plugins_status():
+    """name -> None (it runs) or why not, for each plug-in of VERIFY_IMPL or an installed entry point
+    (properties/engine/plugins.py); the differential tests check the ones that run, a refused one fails."""
+    import importlib.metadata
+
+    from properties.engine.plugins import ENV, GROUP
+
+    if not os.environ.get(ENV, "").split() and not importlib.metadata.entry_points(group=GROUP):
+        return {}
+    from properties.engine import implementations
+
+    return {**{name: None for name in implementations.configured()}, **implementations.refused()}
+
+
 def _ran_nothing(rc, summary):
     """True when the selection ran no test: pytest's usage error or empty collection, or nothing passed or
     failed (every test skipped or deselected)."""
     return rc in NOTHING_RAN_EXITS if summary is None else not summary["ran"]
 
 
-def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None):
+def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None, plugins=None):
     """The reasons this run fails (empty: it passes); a selection that ran no test is the last one."""
     reasons = []
     if summary is None and rc not in NOTHING_RAN_EXITS:
@@ -245,6 +259,7 @@ def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu
                 reasons.append("0 GPU checks passed (VERIFY_REQUIRE_GPU=1): no GPU test ran")
         if oracles:
             reasons.append("oracles not run (VERIFY_REQUIRE_GPU=1): " + ", ".join(oracles))
+    reasons += [f"implementation {name} not run: {why}" for name, why in (plugins or {}).items() if why]
     if _ran_nothing(rc, summary):
         reasons.append(f"the selection ran no test (pytest exit {rc}): nothing was verified")
     return reasons
@@ -255,13 +270,16 @@ def _part_row(name, part):
             f"{'':>8s} {'':>10s} {part['seconds']:8.1f}  {part['why']}")
 
 
-def table(summary, flashinfer, oracles, mufu=None):
+def table(summary, flashinfer, oracles, mufu=None, plugins=None):
     head = f"{'part':20s} {'ran':>5s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'cases':>10s} {'seconds':>8s}  why not run"
     lines = [head, "-" * len(head), _part_row("flashinfer build", flashinfer)]
     if mufu is not None:
         lines.append(_part_row("mufu tables", mufu))
     for name, why in oracles.items():
         lines.append(f"{'oracle ' + name:20s} {'no':>5s} {'':>7s} {'':>7s} {'':>8s} {'':>10s} {'':>8s}  not run: {why}")
+    for name, why in (plugins or {}).items():
+        lines.append(f"{'plugin ' + name:20s} {'no' if why else 'yes':>5s} {'':>7s} {'1' if why else '0':>7s} "
+                     f"{'':>8s} {'':>10s} {'':>8s}  {'not run: ' + why if why else ''}")
     for name, g in sorted((summary or {}).get("groups", {}).items()):
         ran = "yes" if g["passed"] + g["failed"] else "no"
         why = "; ".join(f"{n} x {r}" for r, n in g["skip_reasons"].items())
@@ -308,7 +326,7 @@ def _run(args, pytest_args):
     print(f"gate: tier {tier} ({gpu_reason or f'{gpus} GPUs'}), profile {args.profile}, {workers} workers, "
           f"require GPU {args.require_gpu}", flush=True)
     parts = {}  # name -> the part's result, as each finishes
-    rc, summary, interrupted = None, None, None
+    rc, summary, interrupted, plugins = None, None, None, {}
     with tempfile.TemporaryDirectory(dir=reports, prefix=".gate-") as tmp:
         scratch = Path(tmp)
         with Ticker(started, scratch / PROGRESS_FILE) as ticker:
@@ -320,6 +338,7 @@ def _run(args, pytest_args):
                       flush=True)
                 ticker.part = "oracle probes"
                 parts["oracle probes"] = oracles_not_run()
+                plugins = plugins_status()
                 ticker.part = "mufu tables"
                 parts["mufu tables"] = check_mufu(gpu_reason)
                 if not gpu_reason:
@@ -337,6 +356,7 @@ def _run(args, pytest_args):
                 "pytest_args": pytest_args, "workers": workers, "pytest_exit": rc, "seconds": round(seconds, 1),
                 "require_gpu": args.require_gpu, "flashinfer_build": parts.get("flashinfer build"),
                 "oracles_not_run": parts.get("oracle probes"), "mufu_tables": parts.get("mufu tables"),
+                "plugins": plugins,
                 "tests": summary, "environment": {**provenance.record(PACKAGES), "host": provenance.host()}}
         if interrupted is not None:
             so_far = progress.read(scratch / PROGRESS_FILE)
@@ -346,7 +366,7 @@ def _run(args, pytest_args):
                       "not_finished": [p for p in PARTS if p not in parts], **base}
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
-                              gpu_reason, parts["mufu tables"])
+                              gpu_reason, parts["mufu tables"], plugins)
             record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
         if (scratch / "junit.xml").is_file() and interrupted is None:
             shutil.move(scratch / "junit.xml", reports / "junit.xml.partial")
@@ -358,7 +378,7 @@ def _run(args, pytest_args):
         print(f"  not finished: {', '.join(record['not_finished'])}")
     else:
         print()
-        print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"]))
+        print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"], plugins))
         not_run = summary["gpu_checks_not_run"] if summary else "?"
         print(f"\ntier: {tier} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
               f"{seconds:.0f} s; reports in {reports}")
