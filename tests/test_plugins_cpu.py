@@ -228,10 +228,11 @@ def test_the_gate_gives_each_plugin_a_row_and_fails_on_a_refused_one(tmp_path, m
     monkeypatch.setattr(implementations, "_configured", {"loaded": False, "names": [], "refused": {}})
     status = gate.plugins_status()
     assert status == {"good": None, "bad": "raised RuntimeError: boom"}
-    summary = {"groups": {}, "unnamed_skips": [], "gpu_checks_not_run": 0}
+    summary = {"groups": {}, "ran": 1, "unnamed_skips": [], "gpu_checks_not_run": 0, "gpu_checks_passed": 0}
     built = {"ran": True, "failed": False, "why": "", "seconds": 1.0}
-    assert gate.verdict(0, summary, built, {}, False, status) == ["implementation bad not run: raised RuntimeError: boom"]
-    rows = {line.split()[1]: line for line in gate.table(summary, built, {}, status).splitlines()
+    assert gate.verdict(0, summary, built, {}, False, plugins=status) == [
+        "implementation bad not run: raised RuntimeError: boom"]
+    rows = {line.split()[1]: line for line in gate.table(summary, built, {}, plugins=status).splitlines()
             if line.startswith("plugin ")}
     assert set(rows) == {"good", "bad"} and "not run: raised RuntimeError: boom" in rows["bad"]
 
