@@ -86,6 +86,10 @@ def generate(folder, per_generator, force):
 
 
 def record(paths):
+    files = casefile.case_files(paths)
+    if not files:
+        print(f"corpus record: no case files in {' '.join(map(str, paths))}", file=sys.stderr)
+        return 2
     missing = {name: why for name, why in unavailable().items() if name in REAL}
     if missing:
         print("corpus record: cannot record: " + "; ".join(f"{name} ({why})" for name, why in missing.items()),
@@ -93,10 +97,6 @@ def record(paths):
         return 2
     environment = casefile.environment()
     ok = True
-    files = casefile.case_files(paths)
-    if not files:
-        print(f"corpus record: no case files in {' '.join(map(str, paths))}", file=sys.stderr)
-        return 2
     for path in files:
         saved = casefile.read(path)
         outputs = run_all(saved.case, REAL)
