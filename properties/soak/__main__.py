@@ -31,7 +31,7 @@ from properties.soak.bulk import FAMILIES
 from properties.soak.engine import Config, implementations, run
 from properties.soak.impls import FAULTS
 from properties.soak.plan import METADATA_CHOICES, Space
-from properties.soak.report import SUMMARY_FORMAT, describe_device, provenance, write_summary
+from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
 from properties.tools import args as types
 from properties.tools.args import OneLineParser
 
@@ -92,6 +92,15 @@ def parser():
     return p
 
 
+def _is_tally(data):
+    """Whether ``data`` is a Tally's JSON (only its fields, counts that are integers)."""
+    try:
+        tally = Tally.from_json(data)
+    except (TypeError, ValueError):
+        return False
+    return all(isinstance(getattr(tally, name), int) for name in ("rows", "problems", "batches", "crosscheck_rows"))
+
+
 def _previous(path):
     """The soak summary at ``path`` (None where it does not exist yet); ValueError naming --resume when the
     file is not one."""
@@ -105,6 +114,9 @@ def _previous(path):
         raise ValueError(f"--resume: {path}: not a soak summary (format {data.get('format')!r})")
     fields = {"seed": int, "next_offset": int, "space": dict, "tally": dict}
     wrong = [name for name, kind in fields.items() if not isinstance(data.get(name), kind)]
+    wrong += [name for name in ("seed", "next_offset") if name not in wrong and not 0 <= data[name] <= SEED_MAX]
+    if not wrong and not _is_tally(data["tally"]):
+        wrong.append("tally")
     if wrong:
         raise ValueError(f"--resume: {path}: not a soak summary: {', '.join(wrong)} missing or malformed")
     return data
@@ -158,7 +170,7 @@ def _verdict(summary, under_test):
     this = summary["this_run"]
     what = ", ".join(under_test) or "model only"
     if summary["model_mismatches"]:
-        return 3, f"soak: MODEL MISMATCH: the model on the device differs from the NumPy model (exit 3)"
+        return 3, "soak: MODEL MISMATCH: the model on the device differs from the NumPy model (exit 3)"
     if this["rows"] == 0:
         return 1, f"soak: NOTHING VERIFIED: 0 rows ({what}) (exit 1)"
     bad = sum(this["tally"]["disagreements"].values())
