@@ -125,8 +125,8 @@ gpu-install:
 # live NumPy model; exit 1 when anything differs. `corpus-generate` draws the regression corpus (FORCE=1
 # replaces it); `corpus-record` reruns every implementation on it and records the outputs (needs the GPU).
 .PHONY: replay corpus-generate corpus-record
-# Exit 0 agree, 1 differ, 2 unreadable from `python -m properties.replay` (use it directly in scripts: make
-# reports any failure as its own exit 2; its last line, "Error 1" or "Error 2", keeps the code).
+# Exit 0 agree, 1 differ, 2 unreadable, 3 nothing compared from `python -m properties.replay` (use it directly
+# in scripts: make reports any failure as its own exit 2; its last line, "Error 1" to "Error 3", keeps the code).
 replay: $(STAMP)
 	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
 	$(PY) -m properties.replay $(CASE)
@@ -140,9 +140,10 @@ corpus-record: $(STAMP)
 # The kernel against the Triton and FlashInfer routing kernels (FlashInfer's fused routing from logits
 # included) and PyTorch eager, b = 1..8, on a GPU:
 # CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
-# e.g. `--verify-record FILE` (from `$(PY) -m properties.bench --time-verify --out FILE`).
+# e.g. `--verify-record FILE` (from `$(PY) -m properties.bench --time-verify --out FILE`). Results go to
+# reports/bench.json; BENCH_OUT=properties/results/bench-h200.json refreshes the committed record.
 .PHONY: bench
-BENCH_OUT ?= properties/results/bench-h200.json
+BENCH_OUT ?= reports/bench.json
 bench: $(STAMP) flashinfer-oracle
 	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS); $(call and_report,--bench $(BENCH_OUT))
 
@@ -160,7 +161,7 @@ mutants-corpus:
 	cp reports/mutants/*.json corpora/mutants/
 
 # The soak engine (properties/soak/): drawn edge-case batches, every implementation against the model on the
-# device, bit for bit; case files of disagreements to corpora/failures/, summary JSON (reports/soak.json).
+# device, bit for bit; case files of disagreements to reports/soak-failures/, summary JSON (reports/soak.json).
 # SOAK_ARGS e.g. "--rows 1e9", "--resume FILE --rows 3e8 --seconds 420", "--bench", "--fault ties_to_highest_index".
 # One rank per GPU: torchrun --standalone --nproc-per-node=gpu -m properties.soak $(SOAK_ARGS)
 .PHONY: soak
@@ -170,8 +171,9 @@ soak: $(STAMP) flashinfer-oracle
 
 # The harness mutant catalog (properties/mutants/harness.py): wrong changes to the harness's own code and
 # recorded data, each applied to a copy of the tree and run against the test meant to catch it (2 copies at a
-# time, CPU); kill table to properties/results/harness-mutants.json and .md. HARNESS_MUTANTS_ARGS e.g.
-# "--only fpenv_daz_disabled". `make mutmut`: the periodic mutmut report (not part of CI).
+# time, CPU); kill table to reports/harness-mutants.json and .md. HARNESS_MUTANTS_ARGS e.g.
+# "--only fpenv_daz_disabled"; "--out properties/results/harness-mutants.json" refreshes the committed table.
+# `make mutmut`: the periodic mutmut report (not part of CI).
 .PHONY: harness-mutants
 harness-mutants: $(STAMP)
 	$(PY) -m properties.mutants.harness_run $(HARNESS_MUTANTS_ARGS)

@@ -9,10 +9,11 @@ generator, replayed in full by the CPU tier.
 Cases are drawn by Hypothesis with derandomize=True, so one Hypothesis version draws the same cases on every
 run; ``record`` keeps the inputs of the files, so the corpus does not depend on the recording machine's
 Hypothesis. A case on which the implementations disagree is never recorded as expected: it is saved to
-corpora/failures/ and the command fails.
+corpora/failures/ and the command fails. Both write committed files because their command lines say so:
+``generate`` refuses to replace existing cases without --force, ``record`` is the recording. Every argument
+is checked before any work (one line naming it, exit 2).
 """
 
-import argparse
 import sys
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -21,8 +22,11 @@ from properties.engine import casefile
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REAL, run_all, unavailable
 from properties.strategies import GENERATORS
+from properties.tools import args as types
+from properties.tools.args import OneLineParser
 
 CASES_PER_GENERATOR = 30
+MAX_PER_GENERATOR = 1000
 # Draws tried per wanted case: duplicates are dropped.
 _DRAWS_PER_CASE = 2
 
@@ -63,7 +67,8 @@ def _save(path, case, outputs, recorded, origin):
 def generate(folder, per_generator, force):
     existing = casefile.case_files([folder]) if folder.exists() else []
     if existing and not force:
-        print(f"{folder} already holds {len(existing)} cases; --force replaces them (and their recorded outputs)")
+        print(f"corpus generate: {folder} already holds {len(existing)} cases; --force replaces them (and their "
+              "recorded outputs)", file=sys.stderr)
         return 2
     for path in existing:
         path.unlink()
@@ -81,13 +86,17 @@ def generate(folder, per_generator, force):
 
 
 def record(paths):
+    files = casefile.case_files(paths)
+    if not files:
+        print(f"corpus record: no case files in {' '.join(map(str, paths))}", file=sys.stderr)
+        return 2
     missing = {name: why for name, why in unavailable().items() if name in REAL}
     if missing:
-        print("cannot record: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
+        print("corpus record: cannot record: " + "; ".join(f"{name} ({why})" for name, why in missing.items()),
+              file=sys.stderr)
         return 2
     environment = casefile.environment()
     ok = True
-    files = casefile.case_files(paths)
     for path in files:
         saved = casefile.read(path)
         outputs = run_all(saved.case, REAL)
@@ -97,14 +106,14 @@ def record(paths):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m properties.corpus", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="draw the regression cases and record the outputs available here")
-    gen.add_argument("--folder", type=casefile.Path, default=casefile.REGRESSION_DIR)
-    gen.add_argument("--per-generator", type=int, default=CASES_PER_GENERATOR)
+    gen.add_argument("--folder", type=types.output_dir, default=casefile.REGRESSION_DIR)
+    gen.add_argument("--per-generator", type=types.integer(1, MAX_PER_GENERATOR), default=CASES_PER_GENERATOR)
     gen.add_argument("--force", action="store_true", help="replace the cases already there")
     rec = sub.add_parser("record", help="rerun every implementation on saved cases (needs a GPU)")
-    rec.add_argument("paths", nargs="*", default=[casefile.REGRESSION_DIR])
+    rec.add_argument("paths", nargs="*", type=types.existing_path, default=[casefile.REGRESSION_DIR])
     args = parser.parse_args(argv)
     if args.command == "generate":
         return generate(args.folder, args.per_generator, args.force)

@@ -9,35 +9,53 @@ again, and each live output and each recorded output is compared with the model'
 output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
 reproduces), 2 when a file cannot be read or lacks an output its recording implementations write
 (the registry's ``writes()``), or when an implementation asked for cannot run: one line naming the file and the
-field, or "implementation NAME not run: <reason>"; every file is read before any case runs. The last line printed says which: ``replay: AGREE``, ``replay: DIFFER`` or ``replay: UNREADABLE``.
+field, or "implementation NAME not run: <reason>"; every file is read before any case runs; 3 when some case
+compared nothing (no recorded output and no live implementation here but the model, the reference itself:
+nothing was checked, so it must not pass as agreeing). The last line printed says which: ``replay: AGREE``,
+``replay: DIFFER``, ``replay: UNREADABLE`` or ``replay: NOTHING COMPARED``; before it, a folder's counts.
 """
 
-import argparse
 import sys
 
 from properties.engine import casefile
-from properties.engine.compare import describe, disagreements
 from properties.engine import implementations
+from properties.engine.cases import FIELDS
+from properties.engine.compare import describe, disagreements, field_bits
 from properties.engine.implementations import REFERENCE, available, run_all, unavailable, writes
 from properties.engine.plugins import NotRun
+from properties.tools.args import OneLineParser
 
 RECORDED = " (recorded)"
-AGREE, DIFFER, UNREADABLE = 0, 1, 2
-VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE"}
+AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED = 0, 1, 2, 3
+VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE", NOTHING_COMPARED: "NOTHING COMPARED"}
+
+
+def compared(outputs, reference=REFERENCE):
+    """"<implementation> <field>" for every output ``disagreements`` compares with ``reference``'s: each field
+    of every other implementation that produced it."""
+    return [f"{name} {field}" for name, out in outputs.items() if name != reference
+            for field in FIELDS if field_bits(out, field) is not None]
+
+
+def check(record, names=None):
+    """(live outputs, the outputs compared, disagreements) of a CaseFile: live and recorded outputs (of
+    ``names``, default every available implementation) against the live model."""
+    live = run_all(record.case, names)
+    outputs = {**live, **{name + RECORDED: out for name, out in record.outputs.items()}}
+    return live, compared(outputs), disagreements(outputs, reference=REFERENCE, tile_n=record.case.tile_n)
 
 
 def replay(record, names=None):
     """(live outputs, disagreements) of a CaseFile: live and recorded outputs (of ``names``, default every
     available implementation) against the live model."""
-    live = run_all(record.case, names)
-    recorded = {name + RECORDED: out for name, out in record.outputs.items()}
-    return live, disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n)
+    live, _, found = check(record, names)
+    return live, found
 
 
-def _summary(path, record, live, found):
+def _summary(path, record, live, checked, found):
     env = record.recorded.get("environment", {})
     lines = [f"{path}: {record.case.generator}, b={record.case.b}, tile_n={record.case.tile_n}, "
-             f"recorded by {', '.join(record.recorded.get('by', []))} on {env.get('gpu') or 'a CPU'}",
+             f"recorded by {', '.join(record.recorded.get('by', [])) or 'nobody'} on {env.get('gpu') or 'a CPU'}",
              f"  live here: {', '.join(live)}"]
     if record.disagreements:
         lines.append(f"  saved with {len(record.disagreements)} disagreement(s): "
@@ -46,8 +64,10 @@ def _summary(path, record, live, found):
         verdict = "REPRODUCED" if record.disagreements else "DIFFERS"
         lines.append(f"  {verdict}: {len(found)} disagreement(s) now")
         lines.extend("    " + describe(d) for d in found)
+    elif not checked:
+        lines.append(f"  NOTHING COMPARED: no recorded output and no live implementation here but the {REFERENCE}")
     else:
-        lines.append("  AGREES: every output equals the live model bit for bit")
+        lines.append(f"  AGREES: every output equals the live model bit for bit ({len(checked)} compared)")
     return "\n".join(lines)
 
 
@@ -100,7 +120,8 @@ def _implementations(impls):
 
 def run(cases, impls=()):
     """Replay every case file or folder in ``cases`` on every available implementation and on ``impls``
-    (built-in names or plug-in specs); return AGREE, DIFFER or UNREADABLE."""
+    (built-in names or plug-in specs); return AGREE, DIFFER, UNREADABLE or NOTHING_COMPARED (the worst over the
+    cases, NOTHING_COMPARED worst of all)."""
     paths = casefile.case_files(cases)
     if not paths:
         print(f"replay: no case files in {' '.join(map(str, cases))}", file=sys.stderr)
@@ -120,15 +141,17 @@ def run(cases, impls=()):
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
     statuses = []
     for path, record in records.items():
-        live, found = replay(record, names)
-        print(_summary(path, record, live, found))
-        statuses.append(DIFFER if found else AGREE)
-    print(_counts(len(paths), statuses.count(AGREE), statuses.count(DIFFER), 0))
+        live, checked, found = check(record, names)
+        print(_summary(path, record, live, checked, found))
+        if_equal = AGREE if checked else NOTHING_COMPARED
+        statuses.append(DIFFER if found else if_equal)
+    print(_counts(len(paths), statuses.count(AGREE), statuses.count(DIFFER), 0)
+          + (f", {statuses.count(NOTHING_COMPARED)} compared nothing" if NOTHING_COMPARED in statuses else ""))
     return max(statuses)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m properties.replay", description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="case files or folders of them")
     parser.add_argument("--impl", action="append", default=[], metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
                         help="also run this built-in or plug-in (repeatable)")

@@ -156,7 +156,7 @@ def test_ncu_kernels_are_matched_to_the_workload_labels():
 @pytest.mark.parametrize("argv, match", [
     (["--bs", "9"], "1..8"),
     (["--ncu-bs", "0"], "1..8"),
-    (["--iterations", "0"], "at least 1"),
+    (["--iterations", "0"], "argument --iterations: must be an integer in 1..10000000"),
 ])
 def test_cli_refuses_bad_arguments(argv, match, capsys):
     with pytest.raises(SystemExit):

@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -89,3 +90,16 @@ def test_the_bundle_carries_every_flashinfer_library_with_its_stamp():
                 for p in (lib.path, lib.stamp)]
     assert list(bundle.ORACLE_FILES) == expected
     assert "build/flashinfer_oracle/libfi_fused_routing.so" in bundle.ORACLE_FILES
+
+
+def test_the_installer_alone_refuses_a_bad_argument_in_one_line(fake_wheels, tmp_path):
+    """install.py runs from a bundle folder without the repository (-S: no site-packages, so no installed
+    harness either): its one-line argument errors come from the copy of oracles/args.py beside it."""
+    parts = bundle.build(tmp_path / "bundle", part_mb=2)
+    stage = tmp_path / "stage"
+    _stage(parts, stage)
+    missing = tmp_path / "no-such-stage"
+    done = subprocess.run([sys.executable, "-S", str(stage / "install.py"), "install", str(missing)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"bundle install: error: argument stage: no such folder: {missing}"]

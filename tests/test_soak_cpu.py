@@ -235,9 +235,12 @@ def test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     ([], "give --rows, --seconds or both"),
-    (["--rows", "10", "--impl", "cute"], "implementation cute not run: no CUDA device"),
-    (["--rows", "10", "--b", "9"], "b must be one or more of 1..8"),
-    (["--rows", "1.5"], "expected a whole non-negative number"),
+    (["--rows", "10", "--impl", "cute"], "needs a CUDA device"),
+    (["--rows", "10", "--b", "9"], "argument --b: must be an integer in 1..8"),
+    (["--rows", "1.5"], "argument --rows: must be a whole number"),
+    (["--rows", "10"], "--impl: no implementation under test on cpu"),
+    (["--rows", "10", "--impl", "model", "--crosscheck", "0"], "--crosscheck 0 with --impl model"),
+    (["--rows", "10", "--impl", "bad=no_such_module_here:route"], "implementation bad not run"),
 ])
 def test_bad_arguments_exit_2_naming_them(args, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
@@ -254,8 +257,8 @@ def test_the_worker_environment_keeps_multicast_off():
 
 def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, capsys):
     summary = tmp_path / "chunks.json"
-    args = ["--device", "cpu", "--no-progress", "--b", "2", "--problems", "8", "--failures-dir", str(tmp_path),
-            "--resume", str(summary), "--rows", "48"]
+    args = ["--device", "cpu", "--no-progress", "--impl", "model", "--b", "2", "--problems", "8",
+            "--failures-dir", str(tmp_path), "--resume", str(summary), "--rows", "48"]
     assert main(args + ["--seconds", "0"]) == 0  # one batch per chunk
     first = json.loads(summary.read_text())
     assert first["next_offset"] == 1 and not first["done"]
@@ -266,6 +269,8 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
     done = json.loads(summary.read_text())
     assert done["done"], "not done after the two runs its 48 rows need"
     assert done["next_offset"] == 3 and len(done["chunks"]) == 3 and done["tally"]["rows"] == 48
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "soak: PASS: 16 rows agreed (model only) (exit 0)"
     assert main(args) == 0 and "done, 48 rows of 48" in capsys.readouterr().out
 
 

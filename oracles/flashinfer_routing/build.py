@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracles.args import OneLineParser
+
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]
 STAND_INS = HERE / "stand_ins"
@@ -108,6 +110,15 @@ def _gencode(arch: str) -> str:
     return f"-gencode=arch=compute_{match.group(1)},code={arch}"
 
 
+def _arch(text):
+    """An --arch value: a target nvcc takes (sm_90a, sm_100a, sm_90)."""
+    try:
+        _gencode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def nvcc_command(archs, output: Path, data: Path, library: Library = DYN_BLOCK) -> list:
     """The nvcc command line that builds ``library`` into ``output``."""
     includes = [f"-I{STAND_INS}"] + [f"-I{data / sub}" for sub in _PACKAGE_INCLUDES]
@@ -174,11 +185,16 @@ def build_all(archs=None, force: bool = False) -> list:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", action="append", help=f"target, e.g. sm_90a (default: ${ARCHS_ENV} "
-                                                        f"or {' '.join(DEFAULT_ARCHS)}); repeatable")
+    parser = OneLineParser(prog="python -m oracles.flashinfer_routing", description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", action="append", type=_arch, help=f"target, e.g. sm_90a (default: ${ARCHS_ENV} "
+                                                                    f"or {' '.join(DEFAULT_ARCHS)}); repeatable")
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
     args = parser.parse_args(argv)
+    if not args.arch:
+        try:
+            [_gencode(arch) for arch in archs_from_env()]
+        except ValueError as exc:
+            parser.error(f"${ARCHS_ENV}: {exc}")
     reason = unavailable()
     if reason is None:
         for path in build_all(args.arch, force=args.force):

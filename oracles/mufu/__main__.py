@@ -8,7 +8,10 @@
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json
 
-Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without .git).
+Each command's purpose is its record: the command line that names it (measure, fit, record-sample, prove,
+prove-numpy-path) replaces that committed file under oracles/mufu/data/, and nothing else; the --check forms
+write nothing. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
+.git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
 
 import argparse
@@ -20,6 +23,7 @@ import numpy as np
 import torch
 
 from oracles import provenance
+from oracles.args import OneLineParser
 from oracles.mufu import fit, hardware, interpolator, sample, tables
 
 DATA = tables.DATA_DIR
@@ -289,8 +293,8 @@ def prove_numpy_path():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m oracles.mufu", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python -m oracles.mufu", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("measure", help="measure the tables on this GPU")
     p.add_argument("--check", action="store_true", help="re-measure and compare with the stored data byte for byte")
@@ -305,7 +309,7 @@ def main(argv=None):
     if args.command == "prove-numpy-path":
         return prove_numpy_path()
     if not torch.cuda.is_available():
-        parser.error("needs a CUDA device")
+        parser.error(f"{args.command} needs a CUDA device")
     DATA.mkdir(parents=True, exist_ok=True)
     if args.command == "measure":
         return measure(args.check)

@@ -1,9 +1,14 @@
 """``make bench``: the routing kernel against the Triton and FlashInfer routing kernels and PyTorch eager,
 for b = 1..8 tokens, and the harness's own throughput. Results go to one JSON file with provenance.
 
-    python -m properties.bench --out properties/results/bench-h200.json [--verify-record FILE ...]
+    python -m properties.bench [--out FILE] [--verify-record FILE ...]   # results to FILE (default reports/bench.json)
     python -m properties.bench --readme-table FILE [--update-readme]   # the tables of properties/results/README.md
-    python -m properties.bench --time-verify --out FILE                # `make verify`'s wall time on this machine
+    python -m properties.bench --time-verify [--out FILE]              # `make verify`'s wall time on this machine
+                                                                       # (default reports/verify-time.json)
+
+Nothing committed is written unless the command line names it: the committed record is refreshed with
+``--out properties/results/bench-h200.json`` (``make bench BENCH_OUT=...``), the README tables with
+``--update-readme``. Every argument is checked before any work (one line naming it, exit 2).
 
 Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--iterations`` times back to back into one
 CUDA graph; each replay is timed with CUDA events and divided by the launch count; median and minimum over
@@ -27,7 +32,7 @@ from pathlib import Path
 import torch
 
 from kernel import routing
-from kernel.layout import EXPERTS, MAX_TOKENS
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from oracles.flashinfer_routing import build
 from oracles.provenance import REPO_ROOT, commit, gpu, host, nvidia_smi, utc_now, version
 from properties.bench import report
@@ -36,8 +41,12 @@ from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
 from properties.bench.report import VARIANT_NAMES, VARIANTS
 from properties.bench.timing import Recorder, bench_problem, eager_parts, eager_us, error_line, resources
+from properties.tools import args as types
+from properties.tools.args import OneLineParser
 
-DEFAULT_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"
+DEFAULT_OUT = REPO_ROOT / "reports" / "bench.json"
+DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"
+MAX_COUNT = 10**7  # launches, replays and calls: far above any useful figure, far below an endless run
 # Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
 CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "clocks.applications.graphics",
                 "pstate", "temperature.gpu", "power.draw", "clocks_event_reasons.active")
@@ -134,8 +143,7 @@ def _short(entry):
 
 
 def readme(args):
-    results = report.check_schema(json.loads(Path(args.readme_table).read_text()))
-    body = report.readme_table(results)
+    body = report.readme_table(args.results)
     if args.update_readme:
         path = REPO_ROOT / "properties" / "results" / "README.md"
         path.write_text(report.replace_readme_block(path.read_text(), body))
@@ -143,33 +151,59 @@ def readme(args):
     return 0
 
 
+def _results(parser, path):
+    """The results file ``path`` checked against the schema; a one-line error naming --readme-table if not."""
+    try:
+        return report.check_schema(types.read_json_object(path))
+    except (argparse.ArgumentTypeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        parser.error(f"argument --readme-table: {path}: {exc}")
+
+
+def _check_verify_records(parser, paths):
+    for path in paths:
+        try:
+            verify_record(path)
+        except (KeyError, TypeError) as exc:
+            parser.error(f"argument --verify-record: {path}: not a --time-verify record or gate report (lacks {exc})")
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python -m properties.bench", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--readme-table", metavar="FILE", help="print the README tables of a results file")
+    mode.add_argument("--readme-table", metavar="FILE", type=types.json_object_file,
+                      help="print the README tables of a results file")
     mode.add_argument("--time-verify", action="store_true", help="time `make verify`'s recipe; record to --out")
-    mode.add_argument("--ncu-workload", metavar="LABELS", help=argparse.SUPPRESS)
+    mode.add_argument("--ncu-workload", metavar="LABELS", type=types.output_file, help=argparse.SUPPRESS)
     parser.add_argument("--update-readme", action="store_true",
                         help="with --readme-table: rewrite the block of properties/results/README.md")
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    parser.add_argument("--bs", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
-    parser.add_argument("--iterations", type=int, default=1000, help="launches per CUDA graph")
-    parser.add_argument("--repetitions", type=int, default=20, help="timed replays per graph")
-    parser.add_argument("--eager-calls", type=int, default=2000, help="eager route() calls timed per b and variant")
-    parser.add_argument("--tile-n", type=int, default=8)
-    parser.add_argument("--local-expert-offset", type=int, default=0)
-    parser.add_argument("--num-local-experts", type=int, default=EXPERTS)
+    parser.add_argument("--out", type=types.output_file,
+                        help=f"results file (default {DEFAULT_OUT}; with --time-verify {DEFAULT_VERIFY_OUT})")
+    tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, MAX_COUNT)
+    parser.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
+    parser.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
+    parser.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
+    parser.add_argument("--eager-calls", type=count, default=2000, help="eager route() calls timed per b and variant")
+    parser.add_argument("--tile-n", type=types.integer(1, MAX_TILE), default=8)
+    parser.add_argument("--local-expert-offset", type=types.integer(0, EXPERTS), default=0)
+    parser.add_argument("--num-local-experts", type=types.integer(0, EXPERTS), default=EXPERTS)
     parser.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute pass")
-    parser.add_argument("--ncu-bs", type=int, nargs="+", default=[1, MAX_TOKENS])
-    parser.add_argument("--ncu-launches", type=int, default=3, help="profiled launches per variant and b")
-    parser.add_argument("--harness-seconds", type=float, default=3.0, help="time per harness throughput figure")
-    parser.add_argument("--verify-record", action="append", default=[],
+    parser.add_argument("--ncu-bs", type=tokens, nargs="+", default=[1, MAX_TOKENS])
+    parser.add_argument("--ncu-launches", type=count, default=3, help="profiled launches per variant and b")
+    parser.add_argument("--harness-seconds", type=types.number(above=0, maximum=3600), default=3.0,
+                        help="time per harness throughput figure")
+    parser.add_argument("--verify-record", action="append", default=[], type=types.json_object_file,
                         help="a --time-verify record (or several) to include")
     args = parser.parse_args(argv)
-    if not all(1 <= b <= MAX_TOKENS for b in args.bs + args.ncu_bs):
-        parser.error(f"--bs and --ncu-bs take token counts in 1..{MAX_TOKENS}")
-    if args.iterations < 1 or args.repetitions < 1:
-        parser.error("--iterations and --repetitions must be at least 1")
+    if args.local_expert_offset + args.num_local_experts > EXPERTS:
+        parser.error(f"--local-expert-offset + --num-local-experts must be at most {EXPERTS}, got "
+                     f"{args.local_expert_offset} + {args.num_local_experts}")
+    if args.update_readme and not args.readme_table:
+        parser.error("--update-readme needs --readme-table FILE")
+    _check_verify_records(parser, args.verify_record)
+    args.results = _results(parser, args.readme_table) if args.readme_table else None
+    if args.out is None:
+        args.out = DEFAULT_VERIFY_OUT if args.time_verify else DEFAULT_OUT
     return args
 
 

@@ -100,6 +100,7 @@ def time_verify(out_path):
               "note": "the CPU may be shared with other processes; the load average says how busy it was",
               "commit": commit(), "date": utc_now()}
     record["cpu_model"] = cpu_model_rate(2.0)
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     Path(out_path).write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({k: v for k, v in record.items() if k != "cpu_model"}, indent=1))
     return 0 if record["verdict"] == "PASS" else 1

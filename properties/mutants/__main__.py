@@ -7,37 +7,38 @@ catch every edit (the catalog: properties/mutants/catalog.py).
 ``--tier cpu`` runs the static tier on the mutants that declare it (``--all``: on every mutant); ``--tier
 gpu`` runs both tiers on every mutant, minimises each differential kill and saves it to
 corpora/mutants/<mutant>.json (a case file, the mutant's outputs recorded as "mutant:<name>"). Misuse (an
-unknown mutant, the GPU tier or replay without CUDA, a missing case file) gives one line and exit 2.
+unknown mutant, the GPU tier or replay without CUDA, a missing case file, a selection that runs no mutant
+in the chosen tier, a --report naming a folder) gives one line and exit 2 before anything runs. Exit 1 when
+a mutant survives a declared tier, the real kernel fails, or no mutant was run after all.
 """
 
 import argparse
 import sys
-from pathlib import Path
 
 from oracles.provenance import cuda_reason
 from properties.mutants import runner
-from properties.mutants.catalog import CATALOG
+from properties.mutants.catalog import CATALOG, STATIC, TIERS
 from properties.mutants.probe import CORPUS_DIR
+from properties.tools import args as types
 from properties.tools.args import OneLineParser
 
+MAX_JOBS = 64
 
 
-def _positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def ran_a_mutant(record):
+    """Whether any mutant of ``record`` (runner.run's) was probed in at least one tier."""
+    return any(set(TIERS) - set(row["not_run"]) for row in record["mutants"])
 
 
 def _replay(argv):
     parser = OneLineParser(prog="mutants replay", description="Replay saved minimal cases on the GPU: the real kernel "
                      "must match the model on all of them, each file's mutant must not.")
-    parser.add_argument("paths", nargs="*", type=Path, help="case files (default: every file in corpora/mutants/)")
+    parser.add_argument("paths", nargs="*", type=types.existing_file,
+                        help="case files (default: every file in corpora/mutants/)")
     args = parser.parse_args(argv)
     paths = args.paths or sorted(CORPUS_DIR.glob("*.json"))
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        parser.error(f"no such case file: {', '.join(missing)}")
+    if not paths:
+        parser.error(f"no case files in {CORPUS_DIR}: nothing to replay")
     if cuda_reason():
         parser.error(f"replay runs the kernel: {cuda_reason()}")
     return 0 if runner.replay(paths) else 1
@@ -51,15 +52,25 @@ def main(argv=None):
     parser.add_argument("--tier", choices=("cpu", "gpu", "auto"), default="auto")
     parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")
     parser.add_argument("--all", action="store_true", help="CPU tier: run the static checks on every mutant")
-    parser.add_argument("--jobs", type=_positive, default=None, help="probes at a time (default: cores, at most 8)")
-    parser.add_argument("--report", default=str(runner.DEFAULT_REPORT))
+    parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
+                        help="probes at a time (default: cores, at most 8)")
+    parser.add_argument("--report", type=types.output_file, default=runner.DEFAULT_REPORT)
     args = parser.parse_args(argv)
     unknown = sorted(set(args.only) - {m.name for m in CATALOG})
     if unknown:
         parser.error(f"--only: no mutant named {', '.join(unknown)} (see properties/mutants/catalog.py)")
     if args.tier == "gpu" and cuda_reason():
         parser.error(f"--tier gpu: {cuda_reason()}")
-    record = runner.run(args.tier, args.only, args.all, args.jobs, args.report)
+    tier = args.tier if args.tier != "auto" else "cpu" if cuda_reason() else "gpu"
+    selected = [m for m in CATALOG if not args.only or m.name in args.only]
+    tiers = TIERS if tier == "gpu" else (STATIC,)
+    if not any(mutant for mutant, _ in runner.plan(selected, tiers, args.all)):
+        parser.error(f"{'--only ' + ' '.join(args.only) if args.only else 'the catalog'}: no mutant of the selection is run by --tier {tier} "
+                     f"(tiers {', '.join(tiers)}; --all runs the static checks on every mutant)")
+    record = runner.run(args.tier, args.only, args.all, args.jobs, str(args.report))
+    if not ran_a_mutant(record):
+        print("mutants: NOTHING RUN: no mutant was probed (exit 1)")
+        return 1
     return 0 if record["verdict"] == "PASS" else 1
 
 

@@ -28,6 +28,10 @@ FLOAT_OPS = "oracles/ptx/float_ops.py"
 FPENV = "oracles/fpenv.py"
 GATE = "properties/tools/gate.py"
 PROGRESS = "properties/tools/progress.py"
+SOAK_CLI = "properties/soak/__main__.py"
+KERNEL_MUTANTS_CLI = "properties/mutants/__main__.py"
+HARNESS_RUN = "properties/mutants/harness_run.py"
+BENCH_CLI = "properties/bench/cli.py"
 REGRESSION = "corpora/regression"
 
 MODEL_T = "tests/test_model_routing.py::"
@@ -44,6 +48,8 @@ REGISTRY_PY = "properties/engine/implementations.py"
 PLUGINS_PY = "properties/engine/plugins.py"
 VERDICT_PY = "properties/soak/verdict.py"
 PLUGINS_T = "tests/test_plugins_cpu.py::"
+VACUOUS_T = "tests/test_vacuous_runs_cpu.py::"
+CLEAN_T = "tests/test_clean_tree_cpu.py::"
 
 
 @dataclass(frozen=True)
@@ -225,10 +231,33 @@ CATALOG = (
        ("disagreements({**live, **recorded}, reference=REFERENCE,", "disagreements(live, reference=REFERENCE,")),
     _m("replay_exit_zero", REPLAY, "replay exits 0 when something differs",
        CORPUS_T + "test_replay_command_fails_on_a_changed_recorded_bit",
-       ("statuses.append(DIFFER if found else AGREE)", "statuses.append(AGREE)")),
+       ("statuses.append(DIFFER if found else if_equal)", "statuses.append(if_equal)")),
     _m("replay_reads_incomplete_files", REPLAY, "replay reads a file that lost a recorded field",
        CORPUS_T + "test_a_recording_that_lost_a_field_is_refused[metadata-cute]",
        ("    missing = casefile.missing_fields(record, writes())\n", "    missing = []\n")),
+    _m("replay_nothing_compared_agrees", REPLAY, "a case that compared nothing replays as AGREE",
+       VACUOUS_T + "test_replay_of_a_case_with_nothing_to_compare_fails_saying_so",
+       ("if_equal = AGREE if checked else NOTHING_COMPARED", "if_equal = AGREE")),
+    # ---- runs that checked nothing (issue 20)
+    _m("soak_nothing_under_test_runs", SOAK_CLI, "a soak with nothing under test runs (the model against itself)",
+       VACUOUS_T + "test_a_soak_with_nothing_under_test_is_refused",
+       ("        if MODEL_ONLY not in (args.impl or ()):\n", "        if False:\n")),
+    _m("soak_zero_rows_pass", SOAK_CLI, "a soak that verified no row passes",
+       VACUOUS_T + "test_a_soak_that_verified_no_row_fails", ('    if this["rows"] == 0:\n', "    if False:\n")),
+    _m("harness_run_no_mutant_passes", HARNESS_RUN, "a harness mutant run of no mutant passes",
+       VACUOUS_T + "test_a_harness_mutant_run_of_no_mutant_fails",
+       ('failures += [] if rows else ["no mutant ran: nothing was checked"]', "failures += []")),
+    _m("mutants_no_mutant_passes", KERNEL_MUTANTS_CLI, "a kernel mutant run that probed no mutant passes",
+       VACUOUS_T + "test_a_kernel_mutant_run_that_probed_no_mutant_fails",
+       ('return any(set(TIERS) - set(row["not_run"]) for row in record["mutants"])', "return True")),
+    # ---- the write guard: committed records only when the command line names them (issue 20)
+    _m("harness_table_to_results", HARNESS_RUN, "the harness kill table written to the committed record by default",
+       CLEAN_T + "test_default_forms_leave_git_status_clean",
+       ('DEFAULT_OUT = REPO_ROOT / "reports" / "harness-mutants.json"', "DEFAULT_OUT = RESULTS")),
+    _m("bench_verify_time_to_results", BENCH_CLI, "bench --time-verify writes the committed bench record by default",
+       CLEAN_T + "test_the_benchs_default_outputs_are_reports",
+       ('DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"',
+        'DEFAULT_VERIFY_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"')),
     # ---- recorded corpus data
     _d("data_cute_metadata_dropped", "cute removed from the recorded metadata of every metadata case file",
        CORPUS_T + "test_every_recording_holds_every_field_its_implementation_writes", _drop_cute_metadata, 341),

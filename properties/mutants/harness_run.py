@@ -6,8 +6,10 @@ through the same path first, where every intended test must pass.
 
 Verdicts: "killed" (an intended test failed on an assertion), "raised" (an intended test or its collection
 raised something else: not a kill), "survived" (every intended test passed), "error" (the mutant did not
-apply). Writes the kill table to properties/results/harness-mutants.json and .md; exit 1 unless the real
-tree passes and every mutant is killed.
+apply). Writes the kill table to reports/harness-mutants.json and .md (--out PATH elsewhere; the committed
+table is refreshed only by naming it: --out properties/results/harness-mutants.json); exit 1 unless the real
+tree passes, at least one mutant ran and every mutant is killed. Every argument is checked before any work
+(an unknown --only name, --jobs out of range, --out a folder: one line, exit 2).
 """
 
 import argparse
@@ -27,8 +29,12 @@ from oracles.provenance import record as provenance_record
 from properties.mutants import harness
 from properties.mutants.attribution import ENV as ATTRIBUTION_ENV
 from properties.mutants.catalog import MutantEditError
+from properties.tools import args as types
+from properties.tools.args import OneLineParser
 
-RESULTS = REPO_ROOT / "properties" / "results" / "harness-mutants.json"
+RESULTS = REPO_ROOT / "properties" / "results" / "harness-mutants.json"  # the committed kill table
+DEFAULT_OUT = REPO_ROOT / "reports" / "harness-mutants.json"
+MAX_JOBS = 16
 WORK_ROOT = REPO_ROOT / "build" / "harness-mutants"
 TIMEOUT_S = 600
 DEFAULT_JOBS = 2
@@ -119,7 +125,7 @@ def table(rows):
     return "\n".join(lines) + "\n"
 
 
-def run(names=(), jobs=DEFAULT_JOBS, out=RESULTS, log=print):
+def run(names=(), jobs=DEFAULT_JOBS, out=DEFAULT_OUT, log=print):
     """Run the catalog (or the mutants named); returns the record (``verdict`` PASS or FAIL), written to
     ``out`` (and its .md) unless ``out`` is None."""
     harness.check_catalog(REPO_ROOT)
@@ -139,11 +145,13 @@ def run(names=(), jobs=DEFAULT_JOBS, out=RESULTS, log=print):
                          "killers": list(mutant.killers), "digest": digest(mutant), **result})
     failures = ([] if real["verdict"] == "passed" else [f"the real tree fails its intended tests: {real['tests']}"])
     failures += [f"{row['mutant']}: {row['verdict']}" for row in rows if row["verdict"] != "killed"]
+    failures += [] if rows else ["no mutant ran: nothing was checked"]
     env = provenance_record(())
     record = {"verdict": "FAIL" if failures else "PASS", "seconds": round(time.perf_counter() - started, 1),
               "jobs": jobs, "commit": env.get("commit"), "finished": utc_now(), "real": real,
               "failures": failures, "mutants": rows}
     if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(record, indent=1) + "\n")
         Path(out).with_suffix(".md").write_text(
             f"# Harness mutants: {record['verdict']}, {len(rows)} mutants, {record['seconds']} s "
@@ -155,11 +163,19 @@ def run(names=(), jobs=DEFAULT_JOBS, out=RESULTS, log=print):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="*", default=(), help="run only these mutants")
-    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="mutated copies at a time")
-    parser.add_argument("--out", default=str(RESULTS), help="the results file (and its .md kill table)")
+    parser = OneLineParser(prog="python -m properties.mutants.harness_run", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")
+    parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=DEFAULT_JOBS,
+                        help="mutated copies at a time")
+    parser.add_argument("--out", type=types.output_file, default=DEFAULT_OUT,
+                        help=f"the results file and its .md kill table (default {DEFAULT_OUT.relative_to(REPO_ROOT)})")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.only if name not in {m.name for m in harness.CATALOG}]
+    if unknown:
+        parser.error(f"--only: no harness mutant named {', '.join(unknown)} (see properties/mutants/harness.py)")
+    if args.out.with_suffix(".md").is_dir():
+        parser.error(f"--out: its kill table {args.out.with_suffix('.md')} would replace a folder")
     return 0 if run(args.only, args.jobs, args.out)["verdict"] == "PASS" else 1
 
 

@@ -4,75 +4,147 @@
     python -m properties.soak --impl NAME=MODULE:ATTR NAME=PATH.py:ATTR --rows 1e6   (plug-ins; a verdict each)
     python -m properties.soak --resume S.json --rows 3e8 --seconds 420     (the same command, again, until done)
     python -m properties.soak --fault ties_to_highest_index --rows 1e6     (a planted fault, any machine)
+    python -m properties.soak --impl model --rows 1e6                      (the model alone: device vs NumPy)
     python -m properties.soak --bench [--b 1 8]                            (rows/s per variant and b)
     torchrun --standalone --nproc-per-node=gpu -m properties.soak ...      (one rank per GPU)
 
-Each implementation under test gets a verdict (properties/soak/verdict.py): a table on the terminal and
-verdict-NAME.json beside the summary. Exit status: 0 when everything agreed, 1 when an implementation
-disagreed (case files written), 2 on bad arguments or an implementation that cannot run ("implementation NAME
-not run: <reason>"), 3 when the model on the device differs from the NumPy model (the reference is not trusted).
+Every argument is checked before any work (one line naming it, exit 2). A run needs something under test:
+on a machine without CUDA that is a planted fault (--fault), a CPU plug-in, or the model alone, asked for by
+name (--impl model: the model on the device against the NumPy model's cross-check, so --crosscheck must be
+at least 1); without any it is refused. Case files go to reports/soak-failures/ and the summary to
+reports/soak.json unless --failures-dir, --summary or --resume say otherwise. Each implementation under test
+gets a verdict (properties/soak/verdict.py): a table on the terminal and verdict-NAME.json beside the summary.
+
+Exit status: 0 when everything agreed, 1 when an implementation disagreed (case files written) or the run
+verified no row, 2 on bad arguments or an implementation that cannot run ("implementation NAME not run:
+<reason>"), 3 when the model on the device differs from the NumPy model (the reference is not trusted). The
+last line says which: ``soak: PASS``, ``soak: FAIL``, ``soak: NOTHING VERIFIED`` or ``soak: MODEL MISMATCH``,
+with what was under test ("model only" for --impl model).
 """
 
 import argparse
-import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
 from properties.soak import dist
 from properties.soak import verdict
-from properties.soak.adapter import FAULTS, MAX_TOKENS, add_plugins
+from properties.soak.adapter import FAULTS, MAX_TILE, MAX_TOKENS, add_plugins
 from properties.soak.bulk import FAMILIES
 from properties.soak.engine import Config, implementations, run, under_test
 from properties.soak.plan import METADATA_CHOICES, Space
-from properties.soak.report import describe_device, provenance, read_summary, write_summary
+from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
+from properties.tools import args as types
+from properties.tools.args import OneLineParser
 
 GPU_NAMES = ("cute", "triton", "flashinfer")
+MODEL_ONLY = "model"  # --impl model: nothing but the reference, on the device, against the NumPy cross-check
 RENORMALIZE = {"both": (False, True), "true": (True,), "false": (False,)}
 DEFAULT_SUMMARY = Path("reports/soak.json")
+DEFAULT_FAILURES = Path("reports/soak-failures")
+SEED_MAX = 2**63 - 1  # seeds and batch indices are 64-bit words of a numpy SeedSequence
+MAX_PROBLEMS = 1 << 20  # problems per batch: b = 8 rows each, 8 KiB of logits a row, on the device
 
 
-def _count(text):
-    """A row count such as 300000000 or 3e8."""
-    value = float(text)
-    if value < 0 or value != int(value):
-        raise argparse.ArgumentTypeError(f"expected a whole non-negative number, got {text!r}")
-    return int(value)
+def _device(text):
+    if re.fullmatch(r"auto|cpu|cuda(:\d+)?", text) is None:
+        raise argparse.ArgumentTypeError(f"must be auto, cpu, cuda or cuda:N, got {text!r}")
+    return text
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="python -m properties.soak", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=_count, help="stop once this many rows (with a resumed run's) are verified")
-    p.add_argument("--seconds", type=float, help="stop after this many seconds")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--offset", type=int, default=0, help="first batch index (resume from a summary's next_offset)")
-    p.add_argument("--resume", type=Path, help="continue the run of this summary (its seed, space, offset and "
-                   "counts) and update it; where it does not exist yet, start the run and write it there")
+    p = OneLineParser(prog="python -m properties.soak", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=types.count(1), help="stop once this many rows (with a resumed run's) are verified")
+    p.add_argument("--seconds", type=types.number(minimum=0), help="stop after this many seconds (0: one batch)")
+    p.add_argument("--seed", type=types.integer(0, SEED_MAX), default=0)
+    p.add_argument("--offset", type=types.integer(0, SEED_MAX), default=0,
+                   help="first batch index (resume from a summary's next_offset)")
+    p.add_argument("--resume", type=types.output_file, help="continue the run of this summary (its seed, space, "
+                   "offset and counts) and update it; where it does not exist yet, start the run and write it there")
     p.add_argument("--impl", nargs="*", help="implementations under test: built-in names (cute, triton, "
                    "flashinfer) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: the three built-ins on a "
-                   "GPU, none on a CPU)")
+                   f"GPU, none on a CPU); {MODEL_ONLY!r} alone: the model only")
     p.add_argument("--fault", nargs="*", default=[], choices=sorted(FAULTS), help="planted faults to run as well")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda:N (default: the rank's GPU, else the CPU)")
+    p.add_argument("--device", type=_device, default="auto",
+                   help="auto, cpu or cuda:N (default: the rank's GPU, else the CPU)")
     p.add_argument("--backend", default="auto", choices=dist.BACKENDS)
-    p.add_argument("--b", type=int, nargs="+", default=list(range(1, MAX_TOKENS + 1)), help="token counts")
+    p.add_argument("--b", type=types.integer(1, MAX_TOKENS), nargs="+", default=list(range(1, MAX_TOKENS + 1)),
+                   help="token counts")
     p.add_argument("--renormalize", choices=sorted(RENORMALIZE), default="both")
     p.add_argument("--metadata", choices=METADATA_CHOICES, default="mixed")
-    p.add_argument("--tile", type=int, nargs="+", help="tiles (default: special tiles or any in 1..256)")
+    p.add_argument("--tile", type=types.integer(1, MAX_TILE), nargs="+",
+                   help=f"tiles (default: special tiles or any in 1..{MAX_TILE})")
     p.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
-    p.add_argument("--problems", type=int, default=Space.problems, help="problems (calls of b rows) per batch")
-    p.add_argument("--plan-batches", type=int, default=Space.plan_batches, help="batches per plan (per graph)")
-    p.add_argument("--crosscheck", type=int, default=Config.crosscheck,
-                   help="problems per batch also run by the NumPy model on the CPU")
+    p.add_argument("--problems", type=types.integer(1, MAX_PROBLEMS), default=Space.problems,
+                   help="problems (calls of b rows) per batch")
+    p.add_argument("--plan-batches", type=types.integer(1, SEED_MAX), default=Space.plan_batches,
+                   help="batches per plan (per graph)")
+    p.add_argument("--crosscheck", type=types.integer(0, MAX_PROBLEMS), default=Config.crosscheck,
+                   help="problems per batch also run by the NumPy model on the CPU (0: none)")
     p.add_argument("--stop-on-failure", action=argparse.BooleanOptionalAction, default=False,
                    help="stop at the first disagreement (--no-stop-on-failure: continue, the default)")
     p.add_argument("--minimise", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--failures-dir", type=Path, default=Config.failures_dir)
-    p.add_argument("--summary", type=Path, help=f"summary JSON (default {DEFAULT_SUMMARY}, or the resumed one)")
+    p.add_argument("--failures-dir", type=types.output_dir, default=DEFAULT_FAILURES,
+                   help=f"case files of disagreements (default {DEFAULT_FAILURES})")
+    p.add_argument("--summary", type=types.output_file,
+                   help=f"summary JSON (default {DEFAULT_SUMMARY}, or the resumed one)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--bench", action="store_true", help="print rows/s per implementation, variant and b")
-    p.add_argument("--bench-batches", type=int, default=20)
+    p.add_argument("--bench-batches", type=types.integer(1, SEED_MAX), default=20)
     return p
+
+
+def _is_tally(data):
+    """Whether ``data`` is a Tally's JSON (only its fields, counts that are integers)."""
+    try:
+        tally = Tally.from_json(data)
+    except (TypeError, ValueError):
+        return False
+    return all(isinstance(getattr(tally, name), int) for name in ("rows", "problems", "batches", "crosscheck_rows"))
+
+
+def _previous(path):
+    """The soak summary at ``path`` (None where it does not exist yet); ValueError naming --resume when the
+    file is not one."""
+    if not path.exists():
+        return None
+    try:
+        data = types.read_json_object(path)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"--resume: {exc}") from None
+    if data.get("format") != SUMMARY_FORMAT:
+        raise ValueError(f"--resume: {path}: not a soak summary (format {data.get('format')!r})")
+    fields = {"seed": int, "next_offset": int, "space": dict, "tally": dict}
+    wrong = [name for name, kind in fields.items() if not isinstance(data.get(name), kind)]
+    wrong += [name for name in ("seed", "next_offset") if name not in wrong and not 0 <= data[name] <= SEED_MAX]
+    if not wrong and not _is_tally(data["tally"]):
+        wrong.append("tally")
+    if wrong:
+        raise ValueError(f"--resume: {path}: not a soak summary: {', '.join(wrong)} missing or malformed")
+    return data
+
+
+def _under_test(args, ctx):
+    """The names under test: built-in names as given, plug-in specs loaded and probed (NotRun when one cannot
+    run); ValueError naming the argument when the run would test nothing or asks for what this device cannot run."""
+    impls = args.impl if args.impl is not None else (GPU_NAMES if ctx.device.type == "cuda" else ())
+    named = [spec for spec in impls if spec != MODEL_ONLY]
+    gpu = [name for name in named if name in GPU_NAMES]
+    if ctx.device.type != "cuda" and gpu:
+        raise ValueError(f"--impl {' '.join(gpu)} needs a CUDA device; this run is on {ctx.device}")
+    plugins = iter(add_plugins([spec for spec in named if "=" in spec]))
+    chosen = tuple(next(plugins) if "=" in spec else spec for spec in named)
+    if not chosen and not args.fault:
+        if MODEL_ONLY not in (args.impl or ()):
+            raise ValueError(f"--impl: no implementation under test on {ctx.device} (the GPU implementations need "
+                             f"CUDA): --impl {MODEL_ONLY} soaks the model alone, --fault NAME adds a planted fault, "
+                             "NAME=MODULE:ATTR a plug-in")
+        if args.crosscheck < 1:
+            raise ValueError(f"--crosscheck 0 with --impl {MODEL_ONLY}: the model alone is checked only by the "
+                             "cross-check, so nothing would be compared")
+    return chosen
 
 
 def _space(args):
@@ -81,30 +153,40 @@ def _space(args):
                  problems=args.problems, plan_batches=args.plan_batches)
 
 
-def _implementations(args, ctx):
-    """The names under test: built-in names as given, plug-in specs loaded and probed (NotRun when one cannot
-    run, ValueError when a spec is malformed)."""
-    impls = args.impl if args.impl is not None else (GPU_NAMES if ctx.device.type == "cuda" else ())
-    plugins = iter(add_plugins([spec for spec in impls if "=" in spec]))
-    return tuple(next(plugins) if "=" in spec else spec for spec in impls)
-
-
 def _config(args, ctx):
     """The Config of ``args``; ValueError naming the argument when they do not make a run."""
-    impls = _implementations(args, ctx)
-    previous, seed, offset, space = None, args.seed, args.offset, _space(args)
-    if args.resume and args.resume.exists():
-        previous = read_summary(args.resume)
-        seed, offset = previous["seed"], previous["next_offset"]
-        space = Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in previous["space"].items()})
     if args.rows is None and args.seconds is None:
         raise ValueError("give --rows, --seconds or both")
+    impls = _under_test(args, ctx)
+    previous, seed, offset, space = None, args.seed, args.offset, _space(args)
+    if args.resume:
+        previous = _previous(args.resume)
+    if previous:
+        seed, offset = previous["seed"], previous["next_offset"]
+        try:
+            space = Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in previous["space"].items()})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"--resume: {args.resume}: space: {exc}") from None
     config = Config(seed=seed, offset=offset, rows=args.rows, seconds=args.seconds, space=space,
                     implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
                     minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
                     progress=args.progress, previous=previous)
     under_test(config)
     return config
+
+
+def _verdict(summary, under_test):
+    """(exit status, last line) of a finished run."""
+    this = summary["this_run"]
+    what = ", ".join(under_test) or "model only"
+    if summary["model_mismatches"]:
+        return 3, "soak: MODEL MISMATCH: the model on the device differs from the NumPy model (exit 3)"
+    if this["rows"] == 0:
+        return 1, f"soak: NOTHING VERIFIED: 0 rows ({what}) (exit 1)"
+    bad = sum(this["tally"]["disagreements"].values())
+    if bad:
+        return 1, f"soak: FAIL: {bad} disagreeing problem(s) in {this['rows']} rows ({what}) (exit 1)"
+    return 0, f"soak: PASS: {this['rows']} rows agreed ({what}) (exit 0)"
 
 
 def main(argv=None):
@@ -119,7 +201,7 @@ def main(argv=None):
             from properties.soak.bench import bench
 
             try:
-                config = Config(implementations=_implementations(args, ctx), faults=tuple(args.fault))
+                config = Config(implementations=_under_test(args, ctx), faults=tuple(args.fault))
                 under_test(config)
             except ValueError as exc:  # NotRun or a malformed --impl
                 p.error(str(exc))
@@ -149,9 +231,10 @@ def main(argv=None):
                 print(f"verdict: {verdict.write(path.parent, one)}")
             for message in summary["model_mismatches"]:
                 print(f"MODEL MISMATCH: {message}", file=sys.stderr)
-        if summary["model_mismatches"]:
-            return 3
-        return 1 if sum(summary["this_run"]["tally"]["disagreements"].values()) else 0
+        status, line = _verdict(summary, summary["implementations"])
+        if ctx.leader:
+            print(line)
+        return status
     finally:
         dist.teardown(ctx)
 

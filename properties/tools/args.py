@@ -1,14 +1,17 @@
-"""argparse with one-line errors: ``PROG: error: MESSAGE`` on stderr and exit 2, before anything runs."""
+"""The one-line argument parser and typed arguments of every command line, defined in oracles/args.py (the
+oracles' command lines use them too, and oracles/ may not import properties/)."""
 
-import argparse
-import sys
-
-USAGE_EXIT = 2
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line and exit USAGE_EXIT."""
-
-    def error(self, message):
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(USAGE_EXIT)
+from oracles.args import (  # noqa: F401 - the harness's name for the same definitions
+    USAGE_EXIT,
+    OneLineParser,
+    count,
+    existing_dir,
+    existing_file,
+    existing_path,
+    integer,
+    json_object_file,
+    number,
+    output_dir,
+    output_file,
+    read_json_object,
+)

@@ -6,7 +6,8 @@ FlashInfer libraries (the metadata oracle and the benchmark's peer), in parts sm
 
 ``build`` writes ``OUT/part1 .. partN`` (each at most --part-mb MiB; wheels larger than that are split in
 numbered pieces) and puts MANIFEST.json and install.py (this file, standard library only) into the last
-part. ``install.py`` joins the pieces, checks every sha256, installs the wheels with pip --no-index
+part, with a copy of oracles/args.py beside it (``harness_args.py``: the installer's one-line argument
+errors, standard library only). ``install.py`` joins the pieces, checks every sha256, installs the wheels with pip --no-index
 --no-deps into PYTHON's environment (``make gpu-install``: the project venv, so the DSL's .pth file is
 honoured) or with --target SITE when given, and copies the FlashInfer libraries into REPO/build/flashinfer_oracle/.
 """
@@ -19,6 +20,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+if __package__:
+    from oracles import args as types
+else:  # install.py, run from a bundle folder: the copy of oracles/args.py beside it
+    import harness_args as types
 
 # Where the repository is when this runs from it (install.py runs from a bundle folder and takes --repo).
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -36,6 +42,8 @@ WHEELS = ("nvidia-cutlass-dsl==4.8.1", "nvidia-cutlass-dsl-libs-base==4.8.1", "n
 ORACLE_FILES = ("build/flashinfer_oracle/libfi_dyn_block.so", "build/flashinfer_oracle/libfi_dyn_block.stamp",
                 "build/flashinfer_oracle/libfi_fused_routing.so", "build/flashinfer_oracle/libfi_fused_routing.stamp")
 MANIFEST = "MANIFEST.json"
+ARGS_COPY = "harness_args.py"
+MAX_PART_MB = 1 << 20
 PIECE = ".piece."
 
 
@@ -90,13 +98,14 @@ def build(out, part_mb):
     for rel, path in zip(ORACLE_FILES, oracle):
         place(path.name, path.read_bytes())
         manifest["files"][path.name] = {"sha256": _sha256(path), "destination": rel}
-    extra = json.dumps(manifest, indent=1).encode() + Path(__file__).read_bytes()
+    extra = json.dumps(manifest, indent=1).encode() + Path(__file__).read_bytes() + Path(types.__file__).read_bytes()
     if used[-1] + len(extra) > limit:
         place_new = out / f"part{len(parts) + 1}"
         place_new.mkdir()
         parts.append(place_new)
     (parts[-1] / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     shutil.copy(__file__, parts[-1] / "install.py")
+    shutil.copy(types.__file__, parts[-1] / ARGS_COPY)
     return parts
 
 
@@ -126,17 +135,19 @@ def install(stage, site, repo):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = types.OneLineParser(prog="bundle", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="download the wheels and write the parts")
-    b.add_argument("--out", type=Path, default=REPO / "build" / "gpu-bundle")
-    b.add_argument("--part-mb", type=int, default=40)
+    b.add_argument("--out", type=types.output_dir, default=REPO / "build" / "gpu-bundle")
+    b.add_argument("--part-mb", type=types.integer(1, MAX_PART_MB), default=40)
     i = sub.add_parser("install", help="join, check and install a staged bundle with no network")
-    i.add_argument("stage", type=Path)
-    i.add_argument("site", type=Path, nargs="?", default=None,
+    i.add_argument("stage", type=types.existing_dir)
+    i.add_argument("site", type=types.output_dir, nargs="?", default=None,
                    help="install with pip --target here (default: into this interpreter's environment)")
-    i.add_argument("--repo", type=Path, default=Path.cwd())
+    i.add_argument("--repo", type=types.output_dir, default=Path.cwd())
     args = parser.parse_args(argv)
+    if args.command == "build" and args.out.is_dir() and any(args.out.iterdir()) and not (args.out / "part1").is_dir():
+        parser.error(f"argument --out: {args.out} holds files that are not a bundle; build replaces its folder")
     if args.command == "build":
         for part in build(args.out, args.part_mb):
             size = sum(p.stat().st_size for p in part.iterdir())

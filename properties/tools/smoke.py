@@ -1,7 +1,8 @@
 """First run on a GPU: ``python -m properties.tools.smoke`` from the repository root. Compiles every variant,
 routes the adversarial row families (properties/families.py) in batches of every b through the engine
 (properties/engine/device.py: ids, weights and metadata against the NumPy model, bit for bit), replays a
-CUDA graph and times a launch. Prints the first mismatches; exits 1 on any mismatch."""
+CUDA graph and times a launch. Prints the first mismatches; exits 1 on any mismatch, 2 on any argument (it
+takes none) or without a CUDA device."""
 
 import sys
 import time
@@ -16,6 +17,7 @@ from oracles.provenance import cuda_reason
 from properties.engine import device
 from properties.engine.cases import RoutingCase
 from properties.families import batches, families, pooled_rows
+from properties.tools.args import OneLineParser
 
 TILES = (1, 3, 8, 64, 256)
 SCALE = np.float32(2.5)
@@ -80,7 +82,8 @@ def _time_launch(all_families):
     return start.elapsed_time(end) * 1000 / TIMED_LAUNCHES
 
 
-def main():
+def main(argv=None):
+    OneLineParser(prog="python -m properties.tools.smoke", description=__doc__).parse_args(argv)
     reason = cuda_reason()
     if reason is not None:
         print(f"smoke: {reason}: the smoke run needs a CUDA device", file=sys.stderr)
