@@ -19,7 +19,7 @@ CASE = casefile.REGRESSION_DIR / "all_equal-000.json"
 @pytest.fixture
 def model_only(monkeypatch):
     """Replay as on a machine where only the model runs (on a GPU the other implementations would compare)."""
-    monkeypatch.setattr(replay, "run_all", lambda case: implementations.run_all(case, [implementations.REFERENCE]))
+    monkeypatch.setattr(replay, "run_all", lambda case, names=None: implementations.run_all(case, [implementations.REFERENCE]))
 
 
 def _unrecorded(tmp_path):
@@ -34,7 +34,8 @@ def _unrecorded(tmp_path):
 def test_replay_of_a_case_with_nothing_to_compare_fails_saying_so(tmp_path, model_only, capsys):
     assert replay.main([str(_unrecorded(tmp_path))]) == replay.NOTHING_COMPARED == 3
     out = capsys.readouterr().out.splitlines()
-    assert "NOTHING COMPARED: no recorded output" in out[-2]
+    assert "NOTHING COMPARED: no recorded output" in out[-3]
+    assert out[-2] == "replay: 1 case file(s): 0 agree, 0 differ, 0 unreadable, 1 compared nothing"
     assert out[-1] == "replay: NOTHING COMPARED (exit 3)"
 
 

@@ -131,6 +131,10 @@ def _under_test(args, ctx):
     run); ValueError naming the argument when the run would test nothing or asks for what this device cannot run."""
     impls = args.impl if args.impl is not None else (GPU_NAMES if ctx.device.type == "cuda" else ())
     named = [spec for spec in impls if spec != MODEL_ONLY]
+    unknown = [name for name in named if "=" not in name and name not in GPU_NAMES]
+    if unknown:
+        raise ValueError(f"--impl {unknown[0]!r}: not a built-in ({', '.join((*GPU_NAMES, MODEL_ONLY))}) nor "
+                         "NAME=MODULE:ATTR or NAME=PATH.py:ATTR")
     gpu = [name for name in named if name in GPU_NAMES]
     if ctx.device.type != "cuda" and gpu:
         raise ValueError(f"--impl {' '.join(gpu)} needs a CUDA device; this run is on {ctx.device}")
