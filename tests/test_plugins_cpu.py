@@ -252,3 +252,19 @@ def test_flashinfers_fused_routing_declares_what_its_runner_takes(registry):
     if cuda_reason() is not None:
         with pytest.raises(NotRun, match=f"^implementation fi_fused not run: {re.escape(cuda_reason())}$"):
             implementations.add([spec])
+
+
+def test_a_metadata_only_implementation_is_not_called_on_a_case_without_metadata():
+    """FlashInfer's dyn-block oracle writes metadata only: on a case with no tile it has nothing to write and
+    must not be called (the H200 gate found it called with tile_n 0 after the interface landed)."""
+    from properties.engine.cases import RoutingCase
+    from properties.engine.interface import Declaration, Implementation
+
+    def route(*args, **kwargs):
+        raise AssertionError("called on a case without metadata")
+
+    impl = Implementation("metadata_only", route, Declaration(writes=("metadata",), device="cpu"))
+    case = RoutingCase(np.zeros((1, 256), np.float32), np.zeros(256, np.float32), np.float32(1.0), True, None, 0, 0,
+                       "all_equal")
+    out = impl.run(case)
+    assert (out.ids, out.weights, out.metadata) == (None, None, None)
