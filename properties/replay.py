@@ -41,8 +41,9 @@ def check(record, names=None):
     """(live outputs, the outputs compared, disagreements) of a CaseFile: live and recorded outputs (of
     ``names``, default every available implementation) against the live model."""
     live = run_all(record.case, names)
-    outputs = {**live, **{name + RECORDED: out for name, out in record.outputs.items()}}
-    return live, compared(outputs), disagreements(outputs, reference=REFERENCE, tile_n=record.case.tile_n)
+    recorded = {name + RECORDED: out for name, out in record.outputs.items()}
+    return (live, compared({**live, **recorded}),
+            disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n))
 
 
 def replay(record, names=None):

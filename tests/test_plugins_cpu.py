@@ -55,7 +55,7 @@ REFUSALS = {
     "import error": ("import no_such_package_for_routing\n", "importing .* raised ModuleNotFoundError"),
     "missing attribute": ("other = 1\n", "has no attribute route"),
     "not callable": ("route = 3\n", "is int, not callable"),
-    "wrong shape": (_model_like(after="    ids.resize_(ids.shape[0], 9)\n"), r"ids is int32 \[8, 9\] on cpu after the call"),
+    "wrong shape": (_model_like(after="    ids.resize_(ids.shape[0], 9)\n"), r"ids is int32 \[8, 9\] on (cpu|cuda:0) after the call"),
     "wrong dtype": (_model_like(after="    ids.data = ids.data.to(torch.int64)\n"), "ids is int64 .* not the int32"),
     # A tensor cannot move to another device in place: a plug-in computing elsewhere fails in its copy, or
     # hands back what it should have written.
@@ -63,7 +63,8 @@ REFUSALS = {
                      "raised NotImplementedError: Cannot copy out of meta tensor"),
     "returns on a device": ("def route(logits, bias, ids, weights, *rest):\n    return ids.to('meta')\n",
                             r"returned int32 \[8, 8\] on meta instead of writing"),
-    "cuda only": ("def route(*args):\n    pass\nroute.declaration = {'device': 'cuda'}\n", "CUDA"),
+    # Without CUDA it cannot run; with CUDA it runs and writes nothing: refused either way.
+    "cuda only": ("def route(*args):\n    pass\nroute.declaration = {'device': 'cuda'}\n", "CUDA|wrote nothing into ids"),
     "raises": ("def route(*args, **kwargs):\n    raise RuntimeError('boom')\n", "raised RuntimeError: boom"),
     "returns": ("def route(logits, bias, ids, weights, *rest):\n    return torch.zeros(2), None\n",
                 r"returned a tuple \(float32 \[2\] on cpu, NoneType\) instead of writing"),

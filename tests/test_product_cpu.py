@@ -46,8 +46,8 @@ def _cli(*args, env=None):
 
 @pytest.mark.parametrize("args, message", [
     (["--only", "nosuch"], "--only: no mutant named nosuch"),
-    (["--jobs", "0"], "--jobs: must be >= 1"),
-    (["replay", "no/such/case.json"], "no such case file: no/such/case.json"),
+    (["--jobs", "0"], "--jobs: must be an integer in 1..64"),
+    (["replay", "no/such/case.json"], "paths: no such file: no/such/case.json"),
 ])
 def test_mutants_cli_misuse_is_one_line_and_exit_2(args, message):
     result = _cli("-m", "properties.mutants", *args)

@@ -112,7 +112,7 @@ def test_the_verdict_hook_finds_every_distribution_under_an_ulp_key():
 
 def test_an_index_without_results_says_which_command_fills_each_section(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "RESULTS", tmp_path / "nothing")
-    monkeypatch.setattr(sources, "BENCH", tmp_path / "nothing" / "bench.json")
+    monkeypatch.setattr(sources, "RECORDED_BENCH", tmp_path / "nothing" / "bench.json")
     monkeypatch.setattr(sources, "HARNESS_RESULTS", tmp_path / "nothing" / "harness.json")
     html = tmp_path / "index.html"
     assert report_main(["--reports", str(tmp_path / "reports"), "--out", str(html)]) == 0
@@ -222,7 +222,7 @@ def test_the_report_reads_where_the_commands_write():
     from properties.bench.cli import DEFAULT_OUT
     from properties.soak.__main__ import DEFAULT_SUMMARY
 
-    assert sources.BENCH == DEFAULT_OUT
+    assert sources.REPORTS / sources.BENCH == DEFAULT_OUT
     assert sources.SOAK == DEFAULT_SUMMARY.name and DEFAULT_SUMMARY.parent.name == sources.REPORTS.name
 
 

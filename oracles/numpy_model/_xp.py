@@ -2,7 +2,7 @@
 
 The model is written against the operations NumPy arrays and torch tensors share (operators, ``view``,
 ``where``, indexing), so the exhaustive sweep on the GPU runs this very code on torch tensors instead of
-a port of it. The public functions take NumPy arrays or torch tensors and return the same library's.
+a port of it. The public functions take and return NumPy arrays.
 """
 
 import numpy as np

@@ -21,7 +21,8 @@ VERIFY = GATE_REPORTS[0]
 # properties/soak/__main__.py DEFAULT_SUMMARY (not imported: that module loads torch); a CPU test holds them equal.
 SOAK = "soak.json"
 # properties/bench/cli.py DEFAULT_OUT (not imported: that module loads torch); a CPU test holds them equal.
-BENCH = RESULTS / "bench-h200.json"
+BENCH = "bench.json"
+RECORDED_BENCH = RESULTS / "bench-h200.json"
 # Per-implementation verdicts (issue 21's plug-in interface): any reports/verdict-*.json is shown.
 VERDICTS = "verdict-*.json"
 
@@ -104,7 +105,7 @@ def default_paths(reports=REPORTS):
 
     return {
         "verify": run_or([reports / VERIFY], _recorded_verify()),
-        "bench": ([BENCH] if BENCH.is_file() else [], True),
+        "bench": run_or([reports / BENCH], [RECORDED_BENCH]),
         "mutants": run_or([reports / Path(MUTANTS_REPORT).name], sorted(RESULTS.glob("mutants-*.json"))),
         "harness_mutants": run_or([reports / Path(HARNESS_RESULTS).name], [HARNESS_RESULTS]),
         "soak": run_or([reports / SOAK], sorted(RESULTS.glob("soak-*.json"))),
