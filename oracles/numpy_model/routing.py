@@ -150,8 +150,30 @@ def _cumsum_rows(xp, x):
     return np.cumsum(x, axis=1) if xp is np else xp.cumsum(x, dim=1)
 
 
-def _nonzero(xp, mask):
-    return np.nonzero(mask) if xp is np else xp.nonzero(mask, as_tuple=True)
+def _histogram_rows(xp, index, bins):
+    """int64 [n, bins]: how often each value 0 .. bins - 1 appears in each row of the int array ``index``."""
+    if xp is np:
+        n = index.shape[0]
+        flat = (index + np.arange(n)[:, None] * bins).reshape(-1)
+        return np.bincount(flat, minlength=n * bins).reshape(n, bins).astype(np.int64)
+    ones = xp.ones(index.shape, dtype=xp.int64, device=index.device)
+    return xp.zeros((index.shape[0], bins), dtype=xp.int64, device=index.device).scatter_add_(1, index.long(), ones)
+
+
+def _count_at_most(xp, ascending, values):
+    """int64 [n, m]: for each row r of ``ascending`` [n, k] (non-decreasing) and each of ``values`` [m], how
+    many entries of the row are <= the value."""
+    if xp is np:
+        return (ascending[:, None, :] <= values[None, :, None]).sum(2)
+    return xp.searchsorted(ascending, values.expand(ascending.shape[0], -1).contiguous(), right=True)
+
+
+def _scatter_rows(xp, x, index, values):
+    """x[r, index[r, j]] = values[r, j] for every row r and column j, in place."""
+    if xp is np:
+        np.put_along_axis(x, index.astype(np.intp), values, axis=1)
+    else:
+        x.scatter_(1, index.long(), values)
 
 
 def _check_int(name, value, low, high):
@@ -209,11 +231,12 @@ def metadata_rows(ids, local_expert_offset, num_local_experts, tile_n, fill):
     """
     xp = namespace(ids)
     p, routes = ids.shape[0], ids.shape[1] * TOP_K
-    experts, ctas_max = xp.arange(EXPERTS, **_on(ids)), xp.arange(MAX_CTAS, **_on(ids))
+    ctas_max = xp.arange(MAX_CTAS, **_on(ids))
     expert_of_route = ids.reshape(p, routes)
     local = expert_of_route - local_expert_offset[:, None]
     is_local = (local >= 0) & (local < num_local_experts[:, None])
-    counts = (is_local[:, :, None] & (local[:, :, None] == experts)).sum(1)  # [p, 256] tokens per local expert
+    # Tokens per local expert [p, 256]: the routes of other ranks count in a spare bin, dropped.
+    counts = _histogram_rows(xp, xp.where(is_local, local, EXPERTS), EXPERTS + 1)[:, :EXPERTS]
     ctas = (counts + tile_n - 1) // tile_n
     cta_end = _cumsum_rows(xp, ctas)
     cta_first = cta_end - ctas
@@ -223,12 +246,15 @@ def metadata_rows(ids, local_expert_offset, num_local_experts, tile_n, fill):
     rank = ((expert_of_route[:, :, None] == expert_of_route[:, None, :]) & (order[None, :] < order[:, None])).sum(2)
     local_index = xp.where(is_local, local, 0)
     permuted = _take_rows(xp, cta_first, local_index) * tile_n + rank
-    out = xp.full((p, metadata_size(tile_n)), fill, dtype=xp.int32, **_on(ids))
+    size = metadata_size(tile_n)
+    # One spare column past the metadata takes the writes of routes that are not local (no host round trip
+    # to find the local ones).
+    out = xp.full((p, size + 1), fill, dtype=xp.int32, **_on(ids))
     out[:, META_PADDED_TOKENS] = _to_i32(xp, total[:, 0] * tile_n)
     out[:, META_NUM_CTAS] = _to_i32(xp, total[:, 0])
     out[:, META_EXPANDED_TO_PERMUTED:META_EXPANDED_TO_PERMUTED + routes] = _to_i32(xp, xp.where(is_local, permuted, -1))
     # CTA i belongs to the local expert whose CTAs start at or before i and end after it.
-    expert_of_cta = (cta_end[:, None, :] <= ctas_max[None, :, None]).sum(2)
+    expert_of_cta = _count_at_most(xp, cta_end, ctas_max)
     owner = xp.where(ctas_max < total, expert_of_cta, 0)
     limit = xp.minimum((ctas_max + 1) * tile_n,
                        _take_rows(xp, cta_first, owner) * tile_n + _take_rows(xp, counts, owner))
@@ -238,6 +264,6 @@ def metadata_rows(ids, local_expert_offset, num_local_experts, tile_n, fill):
     padded_rows = xp.arange(MAX_CTAS * tile_n, **_on(ids))
     out[:, META_PERMUTED_TO_TOKEN:META_PERMUTED_TO_TOKEN + MAX_CTAS * tile_n] = _to_i32(
         xp, xp.where(padded_rows < total * tile_n, -1, fill))
-    problem, route = _nonzero(xp, is_local)
-    out[problem, META_PERMUTED_TO_TOKEN + permuted[problem, route]] = _to_i32(xp, route // TOP_K)
-    return out
+    token = xp.zeros(is_local.shape, dtype=xp.int32, **_on(ids)) + _to_i32(xp, order // TOP_K)
+    _scatter_rows(xp, out, xp.where(is_local, META_PERMUTED_TO_TOKEN + permuted, size), token)
+    return out[:, :size]

@@ -33,6 +33,7 @@ from properties.soak import verdict
 from properties.soak.adapter import FAULTS, MAX_TILE, MAX_TOKENS, add_plugins
 from properties.soak.bulk import FAMILIES
 from properties.soak.engine import Config, implementations, run, under_test
+from properties.soak.impls import Model
 from properties.soak.plan import METADATA_CHOICES, Space
 from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
 from properties.tools import args as types
@@ -45,6 +46,8 @@ DEFAULT_SUMMARY = Path("reports/soak.json")
 DEFAULT_FAILURES = Path("reports/soak-failures")
 SEED_MAX = 2**63 - 1  # seeds and batch indices are 64-bit words of a numpy SeedSequence
 MAX_PROBLEMS = 1 << 20  # problems per batch: b = 8 rows each, 8 KiB of logits a row, on the device
+BENCH_PROBLEMS = 1 << 15  # per batch in --bench: enough rows that a batch is not dominated by its launches
+MAX_DEPTH = 16
 
 
 def _device(text):
@@ -77,8 +80,13 @@ def parser():
     p.add_argument("--tile", type=types.integer(1, MAX_TILE), nargs="+",
                    help=f"tiles (default: special tiles or any in 1..{MAX_TILE})")
     p.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
-    p.add_argument("--problems", type=types.integer(1, MAX_PROBLEMS), default=Space.problems,
-                   help="problems (calls of b rows) per batch")
+    p.add_argument("--problems", type=types.integer(1, MAX_PROBLEMS),
+                   help=f"problems (calls of b rows) per batch (default {Space.problems}; --bench: {BENCH_PROBLEMS})")
+    p.add_argument("--depth", type=types.integer(1, MAX_DEPTH), default=Config.depth,
+                   help="batches on the device at once (1: one after another)")
+    p.add_argument("--compile-model", action=argparse.BooleanOptionalAction, default=Config.compile_model,
+                   help="the model's ids and weights through torch.compile on a GPU, checked against the "
+                   "uncompiled model on every plan's first batch (--no-compile-model: as written)")
     p.add_argument("--plan-batches", type=types.integer(1, SEED_MAX), default=Space.plan_batches,
                    help="batches per plan (per graph)")
     p.add_argument("--crosscheck", type=types.integer(0, MAX_PROBLEMS), default=Config.crosscheck,
@@ -154,7 +162,7 @@ def _under_test(args, ctx):
 def _space(args):
     return Space(b=tuple(args.b), renormalize=RENORMALIZE[args.renormalize], metadata=args.metadata,
                  tiles=tuple(args.tile) if args.tile else None, families=tuple(args.families),
-                 problems=args.problems, plan_batches=args.plan_batches)
+                 problems=args.problems or Space.problems, plan_batches=args.plan_batches)
 
 
 def _config(args, ctx):
@@ -174,7 +182,7 @@ def _config(args, ctx):
     config = Config(seed=seed, offset=offset, rows=args.rows, seconds=args.seconds, space=space,
                     implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
                     minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
-                    progress=args.progress, previous=previous)
+                    progress=args.progress, previous=previous, depth=args.depth, compile_model=args.compile_model)
     under_test(config)
     return config
 
@@ -209,8 +217,9 @@ def main(argv=None):
                 under_test(config)
             except ValueError as exc:  # NotRun or a malformed --impl
                 p.error(str(exc))
-            results = bench(implementations(config), args.b, ctx.device, args.problems,
-                            args.bench_batches)
+            reference = Model(compiled=args.compile_model and ctx.device.type == "cuda")
+            results = bench(implementations(config), args.b, ctx.device, args.problems or BENCH_PROBLEMS,
+                            args.bench_batches, reference, args.depth)
             if args.summary:
                 write_summary(args.summary, {"bench": results, "provenance": provenance([describe_device(ctx.device)])})
             return 0

@@ -1,14 +1,16 @@
-"""Throughput of the soak per implementation, variant and b: verified rows per second end to end (draw,
-model, implementation, compare; one plan, so its graph is captured once, outside the timing), then where a
-batch's time goes (each stage synchronised)."""
+"""Throughput of the soak per implementation, variant and b: verified rows per second end to end through
+the engine's pipeline (properties/soak/schedule.py: draw, model, implementation and comparison overlapped;
+one plan, so its graph is captured and the model compiled in a warm-up batch outside the timing), then each
+stage alone on the host's stream, synchronised, and the overlap: the stages' sum over the pipelined time of a
+batch (1: none; the slowest stage alone sets the rate when it equals sum / slowest)."""
 
 import time
 
 import torch
 
 from properties.soak.compare import disagreeing_problems
-from properties.soak.impls import Model
-from properties.soak.plan import Space, make_batch, make_plan
+from properties.soak.plan import Plans, Space, make_batch
+from properties.soak.schedule import Pipeline, disagreeing
 
 BENCH_TILE = 8
 STAGES = ("draw", "model", "implementation", "compare")
@@ -20,7 +22,7 @@ def _sync(device):
 
 
 def _batch_stages(plan, index, device, reference, impl):
-    """Seconds of each stage of one batch; the disagreeing problems must be none."""
+    """Seconds of each stage of one batch, each alone; the disagreeing problems must be none."""
     seconds, t = {}, time.perf_counter()
 
     def lap(stage):
@@ -33,52 +35,66 @@ def _batch_stages(plan, index, device, reference, impl):
     lap("draw")
     want = reference.run(batch)
     lap("model")
-    got = impl.run(batch, want)
+    got = impl.enqueue(batch, want)
     lap("implementation")
     bad = disagreeing_problems(got, want)
     lap("compare")
     return seconds, bad
 
 
-def bench_one(impl, b, metadata, device, problems, batches, seed=0):
-    """{"implementation", "b", "metadata", "rows_per_second", "stage_seconds_per_batch", ...} of ``impl``."""
+def _retire_counting(pipeline, name):
+    return len(disagreeing(pipeline.retire(), name))
+
+
+def bench_one(impl, b, metadata, device, problems, batches, reference, depth=2, seed=0):
+    """{"implementation", "b", "metadata", "rows_per_second", "stage_seconds_per_batch", "overlap", ...} of
+    ``impl`` against ``reference`` (the soak's Model)."""
     space = Space(b=(b,), renormalize=(True,), metadata="on" if metadata else "off", tiles=(BENCH_TILE,),
-                  problems=problems, plan_batches=batches + 1)
-    plan, reference = make_plan(space, seed, 0), Model()
-    _, bad = _batch_stages(plan, 0, device, reference, impl)  # warm-up: compiles, captures the graph
-    disagreements = len(bad)
+                  problems=problems, plan_batches=2 * batches + 2)
+    plans = Plans(space, seed)
+    pipeline = Pipeline(device, reference, [impl], plans, depth)
+    pipeline.enqueue(0)  # warm-up: captures the graph, compiles the model, checks it against the uncompiled
+    disagreements = _retire_counting(pipeline, impl.name)
     _sync(device)
     start = time.perf_counter()
     for index in range(1, batches + 1):
-        batch = make_batch(plan, index, device)
-        want = reference.run(batch)
-        disagreements += len(disagreeing_problems(impl.run(batch, want), want))
+        pipeline.enqueue(index)
+        if pipeline.full:
+            disagreements += _retire_counting(pipeline, impl.name)
+    while pipeline.in_flight:
+        disagreements += _retire_counting(pipeline, impl.name)
     _sync(device)
     elapsed = time.perf_counter() - start
+    plan = plans.for_batch(0)
     stages = {stage: 0.0 for stage in STAGES}
     for index in range(batches + 1, 2 * batches + 1):
         seconds, bad = _batch_stages(plan, index, device, reference, impl)
         disagreements += len(bad)
         for stage in STAGES:
             stages[stage] += seconds[stage] / batches
+    per_batch = elapsed / batches
     return {"implementation": impl.name, "b": b, "metadata": metadata, "tile_n": BENCH_TILE if metadata else None,
-            "rows_per_batch": plan.rows, "batches": batches, "rows_per_second": round(plan.rows * batches / elapsed),
-            "stage_seconds_per_batch": {k: round(v, 6) for k, v in stages.items()}, "disagreements": disagreements}
+            "rows_per_batch": plan.rows, "batches": batches, "rows_per_second": round(plan.rows / per_batch),
+            "seconds_per_batch": round(per_batch, 6), "stage_seconds_per_batch": {k: round(v, 6) for k, v in stages.items()},
+            "overlap": round(sum(stages.values()) / per_batch, 2), "depth": pipeline.depth,
+            "branches": impl.branches, "model": reference.describe(),
+            "disagreements": disagreements}
 
 
-def bench(impls, bs, device, problems, batches):
-    """bench_one for every implementation, b and metadata choice (an implementation that makes no ids skips
-    the variant without metadata); prints one line each."""
+def bench(impls, bs, device, problems, batches, reference, depth=2):
+    """bench_one for every implementation, b and metadata choice (an implementation that writes metadata
+    only skips the variant without metadata); prints one line each."""
     results = []
     for impl in impls:
         for metadata in (False, True):
-            if impl.name == "flashinfer" and not metadata:
+            if not metadata and impl.impl.declaration.writes == ("metadata",):
                 continue
             for b in bs:
-                r = bench_one(impl, b, metadata, device, problems, batches)
+                r = bench_one(impl, b, metadata, device, problems, batches, reference, depth)
                 results.append(r)
                 stages = " ".join(f"{k} {v * 1e3:.2f} ms" for k, v in r["stage_seconds_per_batch"].items())
                 print(f"{impl.name:>12} b={b} {'metadata tile ' + str(BENCH_TILE) if metadata else 'no metadata':>16}: "
-                      f"{r['rows_per_second']:>12,} rows/s ({r['rows_per_batch']} rows a batch; {stages}; "
-                      f"{r['disagreements']} disagreements)", flush=True)
+                      f"{r['rows_per_second']:>12,} rows/s ({r['rows_per_batch']} rows a batch, "
+                      f"{r['seconds_per_batch'] * 1e3:.2f} ms; alone: {stages}; overlap {r['overlap']}x; "
+                      f"{r['branches']} branches; {r['disagreements']} disagreements)", flush=True)
     return results

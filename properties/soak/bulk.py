@@ -6,6 +6,8 @@ ranges and densities), drawn with torch from one seeded generator instead of Hyp
 rows with nothing planted. Random bit patterns that would be NaN get their exponent cleared (a subnormal).
 """
 
+import functools
+
 import torch
 
 from properties.soak.adapter import (
@@ -40,11 +42,28 @@ TESTFLOAT_RANDOM_SHARE = 1 / 8
 _SIGN, _ABS, _EXPONENT = SIGN - 2**32, SIGN - 1, PLUS_INF
 
 
+@functools.lru_cache(maxsize=None)
+def _constant(values, dtype, device):
+    return torch.tensor(values, dtype=dtype, device=device)
+
+
+def inverse_permutation(order):
+    """The rank of each position in the permutations ``order`` (last axis): what ``order.argsort(-1)`` gives,
+    by one scatter instead of a second sort."""
+    positions = torch.arange(order.shape[-1], device=order.device).expand(order.shape)
+    return torch.empty_like(order).scatter_(-1, order, positions)
+
+
 class _Draw:
-    """Random tensors from one generator on one device."""
+    """Random tensors from one generator on one device. Constant tables go to the device once per process
+    (a copy from the host would make the host wait for the device's queue at every batch)."""
 
     def __init__(self, generator, device):
         self.g, self.device = generator, device
+
+    def constant(self, values, dtype=torch.float32):
+        """``values`` as a tensor on the device, made once per (values, dtype, device)."""
+        return _constant(tuple(values), dtype, self.device)
 
     def uniform(self, shape, low, high):
         return torch.rand(shape, generator=self.g, device=self.device) * (high - low) + low
@@ -57,7 +76,7 @@ class _Draw:
         return torch.randint(low, high, shape, generator=self.g, device=self.device)
 
     def choice(self, values, shape, dtype=torch.float32):
-        return torch.tensor(values, dtype=dtype, device=self.device)[self.ints(0, len(values), shape)]
+        return self.constant(values, dtype)[self.ints(0, len(values), shape)]
 
     def bits(self, shape):
         """Uniform int32 bit patterns."""
@@ -74,14 +93,18 @@ class _Draw:
         magnitude = self.ints(a, b + 1, shape).to(torch.int32)
         return (magnitude | (_SIGN if low < 0 else 0)).view(torch.float32)
 
+    def order(self, shape):
+        """A random permutation (the experts in a random order) along the last axis of ``shape``."""
+        return torch.rand(shape, generator=self.g, device=self.device).argsort(-1)
+
     def ranks(self, shape):
-        """A random permutation rank (0 .. last) along the last axis of ``shape``."""
-        return torch.rand(shape, generator=self.g, device=self.device).argsort(-1).argsort(-1)
+        """A random permutation rank (0 .. last) along the last axis of ``shape``: the inverse of ``order``."""
+        return inverse_permutation(self.order(shape))
 
     def counts(self, shape, densities):
         """Experts touched per element of ``shape``, a density of ``densities`` each."""
-        low = torch.tensor([DENSITIES[d][0] for d in densities], device=self.device)
-        high = torch.tensor([DENSITIES[d][1] for d in densities], device=self.device)
+        low = self.constant([DENSITIES[d][0] for d in densities], torch.int64)
+        high = self.constant([DENSITIES[d][1] for d in densities], torch.int64)
         k = self.ints(0, len(densities), shape)
         return low[k] + (torch.rand(shape, generator=self.g, device=self.device) * (high[k] - low[k] + 1)).long()
 
@@ -107,7 +130,7 @@ def _tie_rows(d, n, b, group, winners):
     beta, every other expert below (logit under v - 1, bias at most beta)."""
     v = d.uniform((n, b, 1), -8.0, 8.0)
     keys = torch.where(group, 2.0, torch.rand(group.shape, generator=d.g, device=d.device))
-    ahead = keys.argsort(-1).argsort(-1) < winners[..., None]
+    ahead = inverse_permutation(keys.argsort(-1)) < winners[..., None]
     below = torch.empty(group.shape, device=d.device).exponential_(generator=d.g) * d.choice((0.5, 4.0), (n, 1, 1))
     logits = torch.where(group, v, v - 1 - below)
     logits = torch.where(ahead, v + 1 + d.uniform(group.shape, 0.0, 8.0), logits)
@@ -186,7 +209,7 @@ def signed_zeros(d, n, b):
 def minus_inf_bias(d, n, b):
     count = torch.where(d.ints(0, 2, (n,)) == 0, d.choice(MINUS_INF_COUNTS, (n,), torch.int64),
                         d.ints(1, EXPERTS + 1, (n,)))
-    return d.ordinary_logits(n, b), d.plant(d.ordinary_bias(n), count, torch.tensor(-torch.inf, device=d.device))
+    return d.ordinary_logits(n, b), d.plant(d.ordinary_bias(n), count, -torch.inf)
 
 
 def infinite_logits(d, n, b):
@@ -250,7 +273,7 @@ def weight_overflow(d, n, b):
 
 
 def shared_experts(d, n, b):
-    winners = d.ranks((n, EXPERTS)).argsort(-1)[:, :TOP_K]  # the experts of ranks 0..7
+    winners = d.order((n, EXPERTS))[:, :TOP_K]  # the experts of ranks 0..7
     same = (d.ints(0, 2, (n, 1, 1)) == 0)
     shuffled = winners[:, None, :].expand(n, b, TOP_K).gather(-1, d.ranks((n, b, TOP_K)))
     order = torch.where(same, winners[:, None, :].expand(n, b, TOP_K), shuffled)

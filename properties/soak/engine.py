@@ -1,7 +1,9 @@
 """The soak loop: rank r of w runs batches offset + r, offset + w + r, ...; each batch is drawn on the
 device, run through the model and every implementation under test, compared bit for bit on the device and
-partly cross-checked against the NumPy model on the CPU. After each step the ranks sum their counts, decide
-together whether to stop, and hand any disagreements to rank 0, which writes them as case files."""
+partly cross-checked against the NumPy model on the CPU. Batches overlap (properties/soak/schedule.py): each
+step enqueues one batch and retires the oldest once ``depth`` are in flight. After each step the ranks sum
+their counts, decide together whether to stop enqueuing, and hand any disagreements to rank 0, which writes
+them as case files; every batch enqueued is retired before the run ends."""
 
 import dataclasses
 import time
@@ -9,11 +11,12 @@ from pathlib import Path
 
 from properties.soak import dist
 from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REGISTRY, NotRun, save_case
-from properties.soak.compare import ModelMismatch, cross_check, disagreeing_problems, sample
+from properties.soak.compare import ModelMismatch
 from properties.soak.failures import failure
 from properties.soak import verdict
-from properties.soak.impls import Model
-from properties.soak.plan import Space, make_batch, make_plan
+from properties.soak.impls import FIELDS, Model
+from properties.soak.plan import Plans, Space
+from properties.soak.schedule import Pipeline, check_compiled_model, cross_check_flight, disagreeing
 from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance
 
 SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreement is counted
@@ -24,7 +27,9 @@ class Config:
     """A soak run. ``rows``: stop once the run (with ``previous``) has this many rows; ``seconds``: stop after
     this long; ``implementations``: names in the registry (properties/engine/implementations.py: built-ins
     and the plug-ins added there); ``faults``: planted faults (the registry's "fault-NAME");
-    ``crosscheck``: problems per batch compared with the NumPy model; ``previous``: the summary resumed."""
+    ``crosscheck``: problems per batch compared with the NumPy model; ``previous``: the summary resumed;
+    ``depth``: batches on the device at once (properties/soak/schedule.py); ``compile_model``: the model's
+    ids and weights through torch.compile on a CUDA device (properties/soak/impls.py)."""
 
     seed: int = 0
     offset: int = 0
@@ -40,6 +45,8 @@ class Config:
     failures_dir: Path = Path("corpora/failures")
     progress: bool = True
     previous: dict | None = None
+    depth: int = 3
+    compile_model: bool = True
 
 
 def under_test(config):
@@ -63,44 +70,12 @@ def implementations(config):
     return [Launched(REGISTRY[name]) for name in under_test(config)]
 
 
-class _Plans:
-    """The current plan, drawn once per plan index."""
-
-    def __init__(self, space, seed):
-        self.space, self.seed, self.plan = space, seed, None
-
-    def for_batch(self, index):
-        k = index // self.space.plan_batches
-        if self.plan is None or self.plan.index != k:
-            self.plan = make_plan(self.space, self.seed, k)
-        return self.plan
-
-
 def _saved(plan, bad):
     """Up to SAVED_PER_BATCH of the disagreeing problems ``bad``, of as many families as possible."""
     firsts = {}
     for p in bad:
         firsts.setdefault(plan.family_of(p), p)
     return (list(firsts.values()) + [p for p in bad if p not in firsts.values()])[:SAVED_PER_BATCH]
-
-
-def _step(ctx, config, plans, reference, impls, index, tally):
-    """Run batch ``index``: (failures, model mismatch message or None)."""
-    batch = make_batch(plans.for_batch(index), index, ctx.device)
-    want = reference.run(batch)
-    found = []
-    for impl in impls:
-        got = impl.run(batch, want)
-        bad = disagreeing_problems(got, want)
-        tally.disagreements[impl.name] += len(bad)
-        verdict.count(tally, impl.name, batch.plan, got, want)
-        found += [failure(impl, batch, want, got, p, ctx.rank, config.minimise) for p in _saved(batch.plan, bad)]
-    tally.add_plan_batch(batch.plan)
-    try:
-        tally.crosscheck_rows += cross_check(batch, want, sample(batch.plan.problems, config.crosscheck, index))
-    except ModelMismatch as exc:
-        return found, str(exc)
-    return found, None
 
 
 def _write(config, failures, written, firsts):
@@ -113,48 +88,78 @@ def _write(config, failures, written, firsts):
     return paths
 
 
+def _retire(ctx, config, pipeline, tally):
+    """Retire the oldest batch in flight: (rows, failures, model mismatch message or None)."""
+    flight = pipeline.retire()
+    batch, plan, found = flight.batch, flight.batch.plan, []
+    for impl in pipeline.impls:
+        got, bad = flight.outputs[impl.name], disagreeing(flight, impl.name)
+        tally.disagreements[impl.name] += len(bad)
+        if bad:
+            verdict.count(tally, impl.name, plan, got, flight.want)
+            found += [failure(impl, batch, flight.want, got, p, ctx.rank, config.minimise)
+                      for p in _saved(plan, bad)]
+        else:
+            fields = [f for f in FIELDS if getattr(got, f) is not None]
+            verdict.count_agreeing(tally, impl.name, plan, fields, flight.called[impl.name])
+    tally.add_plan_batch(plan)
+    try:
+        check_compiled_model(flight)
+        tally.crosscheck_rows += cross_check_flight(flight, config.crosscheck)
+    except ModelMismatch as exc:
+        return plan.rows, found, str(exc)
+    return plan.rows, found, None
+
+
 def run(config, ctx):
     """Run the soak on this rank; returns the summary (the same on every rank)."""
-    reference, impls = Model(), implementations(config)
+    reference, impls = Model(compiled=config.compile_model and ctx.device.type == "cuda"), implementations(config)
     previous = Tally.from_json(config.previous["tally"]) if config.previous else Tally()
-    plans, tally, written, mismatches = _Plans(config.space, config.seed), Tally(), [], []
+    plans, tally, written, mismatches = Plans(config.space, config.seed), Tally(), [], []
     firsts = dict((config.previous or {}).get("first_case_files", {}))
-    done = previous.rows
+    pipeline = Pipeline(ctx.device, reference, impls, plans, config.depth)
+    done = enqueued = previous.rows
     progress = Progress(config.progress and ctx.leader, config.rows, done)
     start, step = time.monotonic(), 0
-    stop = config.rows is not None and done >= config.rows
-    while not stop:
-        index = config.offset + step * ctx.world + ctx.rank
-        rows_before = tally.rows
-        found, mismatch = _step(ctx, config, plans, reference, impls, index, tally)
-        step += 1
+    enqueuing = config.rows is None or done < config.rows
+    while enqueuing or pipeline.in_flight:
+        rows_in = 0
+        if enqueuing:
+            rows_in = pipeline.enqueue(config.offset + step * ctx.world + ctx.rank).batch.plan.rows
+            step += 1
+        rows, found, mismatch = 0, [], None
+        if pipeline.in_flight and (pipeline.full or not enqueuing):
+            rows, found, mismatch = _retire(ctx, config, pipeline, tally)
         out_of_time = config.seconds is not None and time.monotonic() - start >= config.seconds
-        rows, failures, timeouts, bad_model = dist.all_sum(
-            ctx, [tally.rows - rows_before, len(found), int(out_of_time), int(mismatch is not None)])
-        done += rows
+        rows_in, rows, failures, timeouts, bad_model = dist.all_sum(
+            ctx, [rows_in, rows, len(found), int(out_of_time), int(mismatch is not None)])
+        done, enqueued = done + rows, enqueued + rows_in
         if failures or bad_model:
             gathered = dist.gather(ctx, (found, mismatch))
             if ctx.leader:
                 written += _write(config, [f for fs, _ in gathered for f in fs], written, firsts)
             mismatches += [m for _, m in gathered if m]
         progress.update(rows, sum(tally.disagreements.values()))
-        stop = bool(timeouts or bad_model or (config.stop_on_failure and failures)
-                    or (config.rows is not None and done >= config.rows))
+        enqueuing = enqueuing and not (timeouts or bad_model or (config.stop_on_failure and failures)
+                                       or (config.rows is not None and enqueued >= config.rows))
     progress.close()
     elapsed = time.monotonic() - start
     totals = Tally()
     for part in dist.gather(ctx, tally):
         totals.merge(part)
     devices = dist.gather(ctx, describe_device(ctx.device))
-    return _summary(config, ctx, totals, previous, elapsed, step, written, mismatches, devices, impls, firsts)
+    return _summary(config, ctx, totals, previous, elapsed, step, written, mismatches, devices, impls, firsts,
+                    pipeline)
 
 
-def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches, devices, impls, firsts):
+def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches, devices, impls, firsts, pipeline):
     cumulative = Tally().merge(previous).merge(totals)
     chunks = (config.previous or {}).get("chunks", []) + [{
         "offset": config.offset, "next_offset": config.offset + steps * ctx.world, "rows": totals.rows,
         "seconds": round(elapsed, 3), "rows_per_second": round(totals.rows / elapsed) if elapsed else None,
-        "world_size": ctx.world, "backend": ctx.backend, "devices": devices}]
+        "world_size": ctx.world, "backend": ctx.backend, "devices": devices, "depth": pipeline.depth,
+        "model": pipeline.model.describe(),
+        "branches": {impl.name: impl.branches for impl in impls}}]
     return {
         "format": SUMMARY_FORMAT,
         "seed": config.seed,

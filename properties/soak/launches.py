@@ -1,9 +1,14 @@
 """Any implementation of the registry (properties/engine/implementations.py) over a soak batch: one call of
 its interface per problem (b <= 8 rows, one bias) over static buffers on its device, outputs poisoned each
-batch; on a CUDA device the calls of a plan are captured into one CUDA graph and replayed for every batch of
-the plan. An implementation that declares itself not capturable, or whose capture raises, runs eagerly, and
-``eager`` says why. Small batches (minimisation) run eagerly. Problems outside its declaration (b, tiles,
-local experts) are not called and not compared.
+batch. On a CUDA device the calls of a plan are captured into one CUDA graph of independent branches (each a
+chain of calls on a capture stream of its own, one-CTA launches with PDL between neighbours, as in
+production) and the graph is replayed for every batch of the plan; the branches let the GPU run many
+problems at once instead of one launch after another. An implementation that declares itself not
+capturable, or whose capture raises, runs eagerly, and ``eager`` says why. Small batches (minimisation) run
+eagerly. Problems outside its declaration (b, tiles, local experts) are not called and not compared.
+
+Everything is enqueued on the current stream; a batch's outputs are copies of its own, so the next batch
+may run while they are compared.
 """
 
 import numpy as np
@@ -22,6 +27,24 @@ from properties.soak.impls import BatchOutputs
 from properties.soak.plan import metadata_stride
 
 EAGER_BELOW = 16  # problems: fewer are run without a graph
+# Graph branches per SM. On the H200 (132 SMs) one chain of one-CTA launches ran 0.41 M launches/s, 16 to 264
+# independent chains 5.0 to 5.8 M/s, the plateau from 16 on (properties/results/soak-h200-branches.json).
+BRANCHES_PER_SM = 0.25
+
+
+def branch_count(device, problems):
+    """Graph branches for ``problems`` calls on ``device``: a share of its SMs, at most one per problem."""
+    if device.type != "cuda":
+        return 1
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(problems, round(sms * BRANCHES_PER_SM)))
+
+
+def split(problems, branches):
+    """The problems [0, len) of ``problems`` (an index array) cut into ``branches`` contiguous runs of sizes
+    that differ by at most one."""
+    bounds = [len(problems) * k // branches for k in range(branches + 1)]
+    return [problems[bounds[k]:bounds[k + 1]] for k in range(branches)]
 
 
 def refused_problems(declaration, plan):
@@ -39,6 +62,11 @@ class _Launches:
         self.plan, self.route, self.reads_ids = plan, launched.impl.route, declaration.reads_ids
         self.fields = declaration.compared(plan.tile_n is not None)
         self.called = np.flatnonzero(~refused_problems(declaration, plan))
+        self.called_mask = None  # bool [P] on the device, where some problems are not called
+        if self.called.size != p:
+            self.called_mask = torch.zeros(p, dtype=torch.bool)
+            self.called_mask[torch.from_numpy(self.called)] = True
+            self.called_mask = self.called_mask.to(device)
         # zeros, not empty: warm-up calls run before the first batch is copied in, and implementations may
         # refuse NaN inputs that uninitialised memory holds
         self.logits = torch.zeros((p, b, EXPERTS), dtype=torch.float32, device=device)
@@ -48,7 +76,7 @@ class _Launches:
         self.metadata = None
         if "metadata" in self.fields:
             self.metadata = torch.empty((p, metadata_stride(plan.tile_n)), dtype=torch.int32, device=device)
-        self.graph = None
+        self.graph, self.branches = None, 1
         if p >= EAGER_BELOW and launched.eager is None:
             self.graph = launched.capture(self)
 
@@ -69,11 +97,12 @@ class _Launches:
             self.route(*args, self.metadata[problem, :metadata_size(plan.tile_n)], int(plan.offset[problem]),
                        int(plan.count[problem]), plan.tile_n)
 
-    def call_all(self):
-        for problem in self.called:
+    def call_all(self, problems=None):
+        for problem in self.called if problems is None else problems:
             self.call(int(problem))
 
-    def run(self, batch, reference):
+    def enqueue(self, batch, reference):
+        """Run the batch on the current stream; BatchOutputs of copies of what it wrote."""
         self.logits.copy_(batch.logits)
         self.bias.copy_(batch.bias)
         if self.reads_ids:
@@ -83,6 +112,8 @@ class _Launches:
             self.call_all()
         else:
             self.graph.replay()
+        own = lambda field, x: x.clone() if field in self.fields else None  # noqa: E731
+        return own("ids", self.ids), own("weights", self.weights), own("metadata", self.metadata)
 
 
 class Launched:
@@ -96,14 +127,21 @@ class Launched:
         if self.device.type == "cuda" and not impl.declaration.capturable:
             self.eager = "declared not capturable"
         self._current = None
+        self._streams = []
+        self.last_called = None  # host indices of the problems the last enqueued batch was called on
         if self.device.type == "cuda" and impl.declaration.prepare is not None:
             with torch.cuda.device(self.device):
                 for renormalize in (False, True):
                     impl.declaration.prepare(renormalize)
 
+    def _branch_streams(self, count):
+        while len(self._streams) < count:
+            self._streams.append(torch.cuda.Stream(self.device))
+        return self._streams[:count]
+
     def capture(self, state):
-        """The CUDA graph of ``state``'s calls, each variant first called once outside capture (compiled,
-        loaded); None (and ``eager`` set) on a CPU or when the capture raises."""
+        """The CUDA graph of ``state``'s calls in branches (``state.branches`` set), each variant first called
+        once outside capture (compiled, loaded); None (and ``eager`` set) on a CPU or when the capture raises."""
         if self.device.type != "cuda":
             return None
         plan = state.plan
@@ -112,30 +150,51 @@ class Launched:
             first = [p for p in state.called if plan.renormalize[p] == renormalize][:1]
             if first:
                 state.call(int(first[0]))
+        runs = split(state.called, branch_count(self.device, max(1, len(state.called))))
+        streams = self._branch_streams(len(runs))
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph):
-                state.call_all()
+                fork = torch.cuda.current_stream()
+                for stream, problems in zip(streams, runs):
+                    stream.wait_stream(fork)
+                    with torch.cuda.stream(stream):
+                        state.call_all(problems)
+                for stream in streams:
+                    fork.wait_stream(stream)
         except Exception as exc:  # whatever stops the capture, the calls still run, eagerly
             self.eager = f"capture raised {type(exc).__name__}: {(str(exc).strip() or '(no message)').splitlines()[0]}"
             torch.cuda.synchronize(self.device)
             return None
+        state.branches = len(runs)
         return graph
 
-    def run(self, batch, reference):
-        """BatchOutputs of the batch: the fields it writes, ``called`` the problems it was called on."""
-        state = self._current
-        if batch.plan.problems < EAGER_BELOW:  # a minimisation: the plan's graph stays
-            state = _Launches(batch.plan, self)
-        elif state is None or state.plan is not batch.plan:
-            self._current = state = None  # free the previous graph first
-            self._current = state = _Launches(batch.plan, self)
+    def _state(self, plan):
+        """The buffers and graph of ``plan``: built when the plan changes (the previous graph freed once the
+        current stream has finished with it); a minimisation's small plan gets eager buffers of its own."""
+        if plan.problems < EAGER_BELOW:  # a minimisation: the plan's graph stays
+            return _Launches(plan, self)
+        if self._current is None or self._current.plan is not plan:
+            if self._current is not None and self.device.type == "cuda":
+                torch.cuda.current_stream(self.device).synchronize()
+            self._current = None
+            self._current = _Launches(plan, self)
+        return self._current
+
+    @property
+    def branches(self):
+        """Graph branches of the current plan (1: a single chain or eager calls)."""
+        return 1 if self._current is None else self._current.branches
+
+    def enqueue(self, batch, reference):
+        """BatchOutputs of the batch, enqueued on the current stream: the fields it writes (copies of its own),
+        ``called`` the problems it was called on."""
+        state = self._state(batch.plan)
+        self.last_called = state.called
         if not state.fields or not state.called.size:
             return BatchOutputs(None, None, None, None)
-        state.run(batch, reference)
-        to = batch.logits.device
-        called = torch.zeros(batch.plan.problems, dtype=torch.bool)
-        called[torch.from_numpy(state.called)] = True
-        pick = lambda field, x: x.to(to) if field in state.fields else None  # noqa: E731
-        return BatchOutputs(pick("ids", state.ids), pick("weights", state.weights), pick("metadata", state.metadata),
-                            None if state.called.size == batch.plan.problems else called.to(to))
+        ids, weights, metadata = state.enqueue(batch, reference)
+        to = lambda x: None if x is None else x.to(batch.logits.device)  # noqa: E731
+        return BatchOutputs(to(ids), to(weights), to(metadata), to(state.called_mask))
+
+    run = enqueue  # on one stream, the outputs are ready for whatever that stream runs next

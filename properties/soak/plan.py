@@ -5,6 +5,7 @@ its family, scale, renormalize and local expert range. Plan k serves batches k *
 (k + 1) * plan_batches - 1; each batch draws fresh logits and biases on the device from its own seed.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,6 +170,20 @@ def make_plan(space, seed, index):
     return Plan(seed, index, b, tile_n, runs, scale.astype(np.float32), renormalize.astype(bool), offset, count)
 
 
+class Plans:
+    """The plans of ``seed`` over ``space``, each drawn once when its first batch comes (the current one
+    kept)."""
+
+    def __init__(self, space, seed):
+        self.space, self.seed, self.plan = space, seed, None
+
+    def for_batch(self, index):
+        k = index // self.space.plan_batches
+        if self.plan is None or self.plan.index != k:
+            self.plan = make_plan(self.space, self.seed, k)
+        return self.plan
+
+
 @dataclass(frozen=True, eq=False)
 class Batch:
     """Batch ``index`` of ``plan``: logits float32 [P, b, 256], bias float32 [P, 256] and the plan's
@@ -184,14 +199,20 @@ class Batch:
     count: torch.Tensor
 
 
+@functools.lru_cache(maxsize=4)
+def _parameters(plan, device):
+    """(scale, renormalize, offset, count) of ``plan`` on ``device``, copied there once per plan: a copy from
+    the host at every batch would make the host wait for the device's queue."""
+    return tuple(torch.from_numpy(x).to(device) for x in (plan.scale, plan.renormalize, plan.offset, plan.count))
+
+
 def make_batch(plan, index, device):
-    """Batch ``index`` of ``plan`` drawn on ``device`` from a generator seeded by (plan.seed, index)."""
+    """Batch ``index`` of ``plan`` drawn on ``device`` from a generator seeded by (plan.seed, index), on the
+    current stream."""
     device = torch.device(device)
     generator = torch.Generator(device=device).manual_seed(stream(plan.seed, _BATCH, index))
     logits = torch.empty((plan.problems, plan.b, EXPERTS), dtype=torch.float32, device=device)
     bias = torch.empty((plan.problems, EXPERTS), dtype=torch.float32, device=device)
     for family, start, end in plan.runs:
         logits[start:end], bias[start:end] = bulk.generate(family, generator, end - start, plan.b, device)
-    put = lambda x: torch.from_numpy(x).to(device)
-    return Batch(plan, index, logits, bias, put(plan.scale), put(plan.renormalize), put(plan.offset),
-                 put(plan.count))
+    return Batch(plan, index, logits, bias, *_parameters(plan, device))

@@ -3,7 +3,8 @@ rows checked and the rows whose bits differ from the model (metadata: calls, one
 the distribution of the ulp distance of every weight, and the first minimal case file, which replays against
 the implementation by name (``python -m properties.replay FILE --impl NAME=...``).
 
-``count`` adds one batch to the soak's Tally on the device (one transfer per field); ``of_summary`` turns a
+``count`` adds one batch to the soak's Tally on the device (one transfer per field), ``count_agreeing`` one
+that agreed everywhere from the host alone (the soak's common case); ``of_summary`` turns a
 soak summary into one verdict per implementation, ``table`` into the terminal's table.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from properties.soak.adapter import TOP_K
 from properties.soak.impls import FIELDS
 
 VERDICT_FORMAT = "musespark-routing-verdict/1"
@@ -49,6 +51,22 @@ def _families(plan):
     names = [family for family, _, _ in plan.runs]
     index = np.concatenate([np.full(end - start, i, np.int64) for i, (_, start, end) in enumerate(plan.runs)])
     return names, index
+
+
+def count_agreeing(tally, name, plan, fields, called):
+    """What ``count`` adds for a batch whose ``fields`` all agree with the model, from the host alone:
+    ``called`` the indices of the problems the implementation was called on."""
+    names, family = _families(plan)
+    calls = np.bincount(family[called], minlength=len(names))
+    for field in fields:
+        rows = 1 if field == "metadata" else plan.b
+        for i, n in enumerate(calls.tolist()):
+            tally.checked[key(name, names[i], field)] += n * rows
+            tally.differing[key(name, names[i], field)] += 0
+    if "weights" in fields:
+        for i, n in enumerate(calls.tolist()):
+            if n:
+                tally.weight_ulps[key(name, names[i], ULP_LABELS[0])] += n * plan.b * TOP_K
 
 
 def count(tally, name, plan, got, want):

@@ -1,0 +1,143 @@
+"""Batches in flight. Each batch's stages go onto streams of their own: the draw, the model, the
+implementations (then the comparison, which waits for the model), with events between them; a batch is
+retired (its comparison read, counted, its disagreements saved, a sample cross-checked on the CPU) in batch
+order once its last event has happened, while up to ``depth - 1`` later batches are already on the device.
+Each batch holds its own inputs and outputs until it is retired, so nothing a later batch writes can reach
+it, whichever finishes first. On a CPU there are no streams: every stage runs when it is enqueued.
+"""
+
+import contextlib
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+from properties.soak.compare import ModelMismatch, cross_check, differing, sample
+from properties.soak.impls import FIELDS, run_model
+from properties.soak.plan import make_batch
+
+STAGES = ("draw", "model", "implementations")
+
+
+class Streams:
+    """The stages' streams on ``device`` (CUDA), or the host's stand-ins (CPU): ``on(stage)`` makes a
+    stage's stream current, ``record(stage)`` marks its progress, ``wait(stage, event)`` orders a stage
+    after a mark, ``synchronize(event)`` waits on the host."""
+
+    def __init__(self, device):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.streams = {stage: torch.cuda.Stream(device) for stage in STAGES} if self.cuda else {}
+
+    def on(self, stage):
+        return torch.cuda.stream(self.streams[stage]) if self.cuda else contextlib.nullcontext()
+
+    def record(self, stage):
+        if not self.cuda:
+            return None
+        event = torch.cuda.Event()
+        event.record(self.streams[stage])
+        return event
+
+    def wait(self, stage, event):
+        if event is not None:
+            self.streams[stage].wait_event(event)
+
+    def synchronize(self, event):
+        if event is not None:
+            event.synchronize()
+
+
+@dataclass(eq=False)
+class Flight:
+    """One batch on its way: its inputs, the model's outputs, each implementation's outputs (its own
+    copies) with the problems it was called on, the comparison's flags and the event of its last stage."""
+
+    index: int
+    batch: object
+    want: object
+    outputs: dict = field(default_factory=dict)  # name -> BatchOutputs
+    called: dict = field(default_factory=dict)  # name -> host indices of the problems called
+    flags: dict = field(default_factory=dict)  # name -> bool [P] on the host (pinned on CUDA), True: differs
+    eager_want: object = None  # the uncompiled model's outputs, where the compiled model is checked
+    done: object = None
+
+
+class Pipeline:
+    """Enqueue batches and retire them in order (``depth``: batches on the device at once)."""
+
+    def __init__(self, device, model, impls, plans, depth=2, streams=None):
+        self.device, self.model, self.impls, self.plans = device, model, impls, plans
+        self.depth = max(1, depth)
+        self.streams = streams or Streams(device)
+        self.in_flight = deque()
+        self._checked_plans = set()
+
+    def enqueue(self, index):
+        """Put batch ``index`` on the device; returns its Flight."""
+        s, plan = self.streams, self.plans.for_batch(index)
+        with s.on("draw"):
+            batch = make_batch(plan, index, self.device)
+            drawn = s.record("draw")
+        flight = Flight(index, batch, None)
+        with s.on("model"):
+            s.wait("model", drawn)
+            flight.want = self.model.run(batch)
+            if self.model.compiled and plan.index not in self._checked_plans:
+                # the compiled model against its own source, on every bit of the plan's first batch
+                self._checked_plans.add(plan.index)
+                flight.eager_want = run_model(batch)
+            modelled = s.record("model")
+        with s.on("implementations"):
+            s.wait("implementations", drawn)
+            if any(impl.impl.declaration.reads_ids for impl in self.impls):
+                s.wait("implementations", modelled)
+            for impl in self.impls:
+                flight.outputs[impl.name] = impl.enqueue(batch, flight.want)
+                flight.called[impl.name] = impl.last_called
+            s.wait("implementations", modelled)
+            for name, got in flight.outputs.items():
+                bad = differing(got, flight.want)
+                if bad is not None:
+                    flight.flags[name] = torch.empty(bad.shape, dtype=torch.bool, pin_memory=s.cuda)
+                    flight.flags[name].copy_(bad, non_blocking=True)
+            flight.done = s.record("implementations")
+        self.in_flight.append(flight)
+        return flight
+
+    @property
+    def full(self):
+        return len(self.in_flight) >= self.depth
+
+    def retire(self):
+        """The oldest Flight once its last stage has finished."""
+        flight = self.in_flight.popleft()
+        self.streams.synchronize(flight.done)
+        return flight
+
+
+def disagreeing(flight, name):
+    """Host list of the problems where implementation ``name`` differs from the model in ``flight``."""
+    flags = flight.flags.get(name)
+    return [] if flags is None else flags.nonzero().flatten().tolist()
+
+
+def check_compiled_model(flight):
+    """Raise ModelMismatch when the compiled model's outputs of the flight differ from the model's own."""
+    if flight.eager_want is None:
+        return
+    for name in FIELDS:
+        want, got = getattr(flight.eager_want, name), getattr(flight.want, name)
+        if want is None:
+            continue
+        bits = lambda x: x.view(torch.int32) if x.dtype == torch.float32 else x  # noqa: E731
+        differs = int((bits(want) != bits(got)).sum())
+        if differs:
+            raise ModelMismatch(f"the compiled model differs from the model in {differs} {name} element(s) of "
+                                f"plan {flight.batch.plan.index}, batch {flight.index}")
+
+
+def cross_check_flight(flight, count):
+    """Rows of the flight compared with the NumPy model on the CPU (ModelMismatch on any difference)."""
+    plan = flight.batch.plan
+    return cross_check(flight.batch, flight.want, sample(plan.problems, count, flight.index))
