@@ -10,7 +10,7 @@ import torch
 
 from properties.soak.compare import disagreeing_problems
 from properties.soak.plan import Plans, Space, make_batch
-from properties.soak.schedule import Pipeline, disagreeing
+from properties.soak.schedule import Pipeline, check_compiled_model, disagreeing
 
 BENCH_TILE = 8
 STAGES = ("draw", "model", "implementation", "compare")
@@ -43,7 +43,10 @@ def _batch_stages(plan, index, device, reference, impl):
 
 
 def _retire_counting(pipeline, name):
-    return len(disagreeing(pipeline.retire(), name))
+    """Disagreements of the oldest batch; ModelMismatch where the compiled model differs from the model."""
+    flight = pipeline.retire()
+    check_compiled_model(flight)
+    return len(disagreeing(flight, name))
 
 
 def bench_one(impl, b, metadata, device, problems, batches, reference, depth=2, seed=0):

@@ -18,6 +18,7 @@ from properties.soak.plan import metadata_stride
 
 FIELDS = ("ids", "weights", "metadata")
 COMPILE_OPTIONS = {"joint_graph_constant_folding": False}
+RECOMPILES = 64  # row counts a process may compile the model for (dynamo's default limit is 8)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,8 +55,11 @@ def run_model(batch, route=route_rows):
 
 
 def compiled_route():
-    """``route_rows`` compiled by torch.compile for any row count (see the module's docstring)."""
-    return torch.compile(route_rows, dynamic=True, options=COMPILE_OPTIONS)
+    """``route_rows`` compiled by torch.compile (see the module's docstring), once per row count: symbolic
+    shapes failed to trace the model on the H200 (a shift by a symbolic table width), so each b of a run's
+    problem count gets a compiled form of its own, within RECOMPILES of them."""
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILES)
+    return torch.compile(route_rows, dynamic=False, options=COMPILE_OPTIONS)
 
 
 class Model:
