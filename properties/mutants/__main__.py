@@ -6,7 +6,8 @@ catch every edit (the catalog: properties/mutants/catalog.py).
 
 ``--tier cpu`` runs the static tier on the mutants that declare it (``--all``: on every mutant); ``--tier
 gpu`` runs both tiers on every mutant, minimises each differential kill and saves it to
-corpora/mutants/<mutant>.json (a case file, the mutant's outputs recorded as "mutant:<name>"). Misuse (an
+reports/mutants/<mutant>.json (a case file, the mutant's outputs recorded as "mutant:<name>"; `make
+mutants-corpus` copies them into the committed corpora/mutants/). Misuse (an
 unknown mutant, the GPU tier or replay without CUDA, a missing case file, a selection that runs no mutant
 in the chosen tier, a --report naming a folder) gives one line and exit 2 before anything runs. Exit 1 when
 a mutant survives a declared tier, the real kernel fails, or no mutant was run after all.
