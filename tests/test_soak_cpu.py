@@ -288,6 +288,18 @@ def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process)
     assert replay.stdout.splitlines()[-1] == "replay: DIFFER (exit 1)"
 
 
+H200_PIPELINED_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index-pipelined.json"
+
+
+def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(replay_process):
+    """Written in the first batch of the pipelined soak on the H200 (batches in flight, graph branches;
+    properties/results/soak-h200-planted-faults-22a1690.json): the recorded fault differs from the live model."""
+    replay = replay_process(H200_PIPELINED_FAULT_CASE, inject=False, timeout=120)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
+    assert replay.stdout.splitlines()[-1] == "replay: DIFFER (exit 1)"
+
+
 def test_the_bench_summary_carries_its_provenance(tmp_path):
     out = tmp_path / "bench.json"
     rc = main(["--bench", "--device", "cpu", "--impl", "--fault", "ties_to_highest_index", "--b", "1",
