@@ -27,6 +27,7 @@ PROCESS_JOBS = 4
 MAIN = {
     "properties.replay": "properties.replay:main",
     "properties.soak": "properties.soak.__main__:main",
+    "properties.soak.table": "properties.soak.table:main",
     "properties.bench": "properties.bench.cli:main",
     "properties.mutants": "properties.mutants.__main__:main",
     "properties.mutants.harness_run": "properties.mutants.harness_run:main",
@@ -47,9 +48,14 @@ ROWS = [
     ("properties.replay", ["{F}/missing.json"], "missing.json"),
     ("properties.replay", ["{F}/not-json.json"], "not-json.json"),
     ("properties.replay", ["{F}/empty"], "empty"),
+    # ---- soak's rate table
+    ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
+    ("properties.soak.table", ["--update-readme", "extra"], "extra"),
     # ---- soak
     ("properties.soak", [*SOAK_CPU, "--rows", "0"], "--rows", PROCESS),
     ("properties.soak", [*SOAK_CPU, "--rows", "-5"], "--rows"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--depth", "0"], "--depth"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--depth", "17"], "--depth"),
     ("properties.soak", [*SOAK_CPU, "--rows", "1.5"], "--rows"),
     ("properties.soak", [*SOAK_CPU, "--rows", "many"], "--rows"),
     ("properties.soak", [*SOAK_CPU, "--rows", "nan"], "--rows"),

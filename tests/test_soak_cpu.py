@@ -340,3 +340,10 @@ def test_the_flashinfer_adapter_lays_its_outputs_where_the_oracle_puts_them(monk
     want = to_meta(DynBlockMetadata(batch, limit, p2t, e2p, int(scalars[0]), int(scalars[1]), tile, METADATA_POISON))
     assert np.array_equal(metadata[:want.size].numpy(), want)
     assert (metadata[want.size:] == METADATA_POISON).all()
+
+
+def test_the_results_readmes_soak_table_is_made_from_the_committed_bench_records():
+    from properties.soak import table
+
+    assert table.block(table.README.read_text()) == table.table(), \
+        "stale: python -m properties.soak.table --update-readme"

@@ -1,0 +1,77 @@
+"""The soak's rate table of properties/results/README.md, made from the committed `--bench` records:
+
+    python -m properties.soak.table                  (print it)
+    python -m properties.soak.table --update-readme  (rewrite its block in properties/results/README.md)
+
+Rows/s per implementation and variant at each b with the model as written, at b = 8 with the model compiled,
+and the best of them against the rate before the soak overlapped its stages (285b9d1).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from properties.tools.args import OneLineParser
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+BASELINE = "soak-h200-bench.json"  # 285b9d1: one graph of sequential launches, stages one after another
+AS_WRITTEN = "soak-h200-bench-22a1690.json"  # batches in flight, graph branches; the model as written
+COMPILED = "soak-h200-bench-653973e-b8.json"  # the same, the model's ids and weights compiled (b = 8)
+README = RESULTS / "README.md"
+BEGIN, END = "<!-- soak-table:begin (python -m properties.soak.table --update-readme) -->", "<!-- soak-table:end -->"
+VARIANTS = (("cute", False, "cute, ids + weights"), ("cute", True, "cute with metadata, tile 8"),
+            ("triton", False, "triton, ids + weights"), ("triton", True, "triton (metadata plan, tile 8)"),
+            ("flashinfer", True, "flashinfer metadata, tile 8"))
+BS = (1, 2, 4, 8)
+
+
+def _rates(name):
+    """{(implementation, metadata, b): rows/s} of a committed bench record."""
+    data = json.loads((RESULTS / name).read_text())
+    return {(r["implementation"], r["metadata"], r["b"]): r["rows_per_second"] for r in data["bench"]}
+
+
+def _ratio(now, before):
+    return f"{now / before:.1f}x" if now and before else "-"
+
+
+def table():
+    """The markdown table."""
+    baseline, written, compiled = _rates(BASELINE), _rates(AS_WRITTEN), _rates(COMPILED)
+    lines = ["| implementation | " + " | ".join(f"b = {b}" for b in BS) + " | b = 8, model compiled "
+             "| against 285b9d1, b = 1 / b = 8 |", "|---" * (len(BS) + 3) + "|"]
+    for impl, metadata, label in VARIANTS:
+        cells = [f"{written[(impl, metadata, b)]:,}" if (impl, metadata, b) in written else "-" for b in BS]
+        best8 = max(written.get((impl, metadata, 8), 0), compiled.get((impl, metadata, 8), 0))
+        cells.append(f"{compiled[(impl, metadata, 8)]:,}" if (impl, metadata, 8) in compiled else "-")
+        cells.append(f"{_ratio(written.get((impl, metadata, 1)), baseline.get((impl, metadata, 1)))} / "
+                     f"{_ratio(best8, baseline.get((impl, metadata, 8)))}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def block(text):
+    """The table's block of the results README's ``text`` (None where its markers are missing)."""
+    if BEGIN not in text or END not in text:
+        return None
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n")
+
+
+def main(argv=None):
+    parser = OneLineParser(prog="python -m properties.soak.table", description=__doc__)
+    parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
+    args = parser.parse_args(argv)
+    made = table()
+    if not args.update_readme:
+        print(made)
+        return 0
+    text = README.read_text()
+    if block(text) is None:
+        parser.error(f"--update-readme: {README} has no {BEGIN} ... {END} block")
+    README.write_text(text[:text.index(BEGIN) + len(BEGIN)] + "\n" + made + "\n" + text[text.index(END):])
+    print(f"soak table: {README} updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
