@@ -14,7 +14,8 @@ from properties.soak.impls import Model, run_model
 from properties.soak.launches import branch_count, split
 from properties.soak.plan import Plans, Space, make_batch, make_plan
 from properties.soak.report import Tally
-from properties.soak.schedule import Pipeline, Streams
+from properties.soak.compare import ModelMismatch
+from properties.soak.schedule import Flight, Pipeline, Streams, check_compiled_model
 
 CPU = dist.Context(0, 1, torch.device("cpu"), None)
 SPACE = Space(b=(2, 3), problems=24, plan_batches=2)
@@ -156,3 +157,16 @@ def test_one_sort_ranks_equal_two_sorts_ties_included(shape):
     keys = torch.randint(0, 4, shape, generator=torch.Generator().manual_seed(1)).float()
     order = keys.argsort(-1)
     assert torch.equal(bulk.inverse_permutation(order), order.argsort(-1))
+
+
+def test_a_compiled_model_that_differs_in_one_bit_stops_the_soak():
+    plan = make_plan(Space(b=(2,), metadata="on", problems=20), 4, 0)
+    batch = make_batch(plan, 0, "cpu")
+    want = run_model(batch)
+    flight = Flight(0, batch, want, eager_want=run_model(batch))
+    check_compiled_model(flight)  # equal: nothing raised
+    flipped = want.weights.clone()
+    flipped.view(torch.int32)[3, 1, 5] ^= 1
+    flight.want = type(want)(want.ids, flipped, want.metadata)
+    with pytest.raises(ModelMismatch, match="1 weights element"):
+        check_compiled_model(flight)

@@ -29,6 +29,8 @@ FPENV = "oracles/fpenv.py"
 GATE = "properties/tools/gate.py"
 PROGRESS = "properties/tools/progress.py"
 SOAK_CLI = "properties/soak/__main__.py"
+SOAK_SCHEDULE = "properties/soak/schedule.py"
+SOAK_LAUNCHES = "properties/soak/launches.py"
 KERNEL_MUTANTS_CLI = "properties/mutants/__main__.py"
 HARNESS_RUN = "properties/mutants/harness_run.py"
 BENCH_CLI = "properties/bench/cli.py"
@@ -50,6 +52,7 @@ VERDICT_PY = "properties/soak/verdict.py"
 PLUGINS_T = "tests/test_plugins_cpu.py::"
 VACUOUS_T = "tests/test_vacuous_runs_cpu.py::"
 CLEAN_T = "tests/test_clean_tree_cpu.py::"
+SCHEDULE_T = "tests/test_soak_schedule_cpu.py::"
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,19 @@ CATALOG = (
     _m("soak_nothing_under_test_runs", SOAK_CLI, "a soak with nothing under test runs (the model against itself)",
        VACUOUS_T + "test_a_soak_with_nothing_under_test_is_refused",
        ("        if MODEL_ONLY not in (args.impl or ()):\n", "        if False:\n")),
+    _m("soak_retires_the_newest_batch", SOAK_SCHEDULE, "the soak retires the newest batch in flight, not the oldest",
+       SCHEDULE_T + "test_batches_that_finish_out_of_order_are_retired_in_order_with_the_serial_counts",
+       ("        flight = self.in_flight.popleft()\n", "        flight = self.in_flight.pop()\n")),
+    _m("soak_compares_before_the_model", SOAK_SCHEDULE, "the soak's comparison does not wait for the model's batch",
+       SCHEDULE_T + "test_each_stage_waits_for_its_own_batch",
+       ('            s.wait("implementations", modelled)\n            for name, got in',
+        "            for name, got in")),
+    _m("soak_outputs_shared_between_batches", SOAK_LAUNCHES, "a batch's outputs are the plan's static buffers, "
+       "which the next batch overwrites", SCHEDULE_T + "test_a_batch_in_flight_keeps_its_own_outputs_while_later_batches_run",
+       ("x.clone() if field in self.fields", "x if field in self.fields")),
+    _m("soak_compiled_model_unchecked", SOAK_SCHEDULE, "the compiled model is never compared with the model as written",
+       SCHEDULE_T + "test_a_compiled_model_that_differs_in_one_bit_stops_the_soak",
+       ("    if flight.eager_want is None:\n        return\n", "    return\n")),
     _m("soak_zero_rows_pass", SOAK_CLI, "a soak that verified no row passes",
        VACUOUS_T + "test_a_soak_that_verified_no_row_fails", ('    if this["rows"] == 0:\n', "    if False:\n")),
     _m("harness_run_no_mutant_passes", HARNESS_RUN, "a harness mutant run of no mutant passes",
