@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 	  || $(PY) -m pip install -q --no-deps $(FLASHINFER)
 	touch $(STAMP)
 
-# HYPOTHESIS_PROFILE (ci, dev, gpu, nightly) and PYTEST_ARGS (e.g. "-k corpus", "--hypothesis-seed=N" with a
+# HYPOTHESIS_PROFILE (ci, dev, gate, gpu, nightly) and PYTEST_ARGS (e.g. "-k corpus", "--hypothesis-seed=N" with a
 # non-derandomized profile) reach both.
 test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
