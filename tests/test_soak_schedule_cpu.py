@@ -122,7 +122,7 @@ def test_a_batch_in_flight_keeps_its_own_outputs_while_later_batches_run():
     pipeline = Pipeline(torch.device("cpu"), Model(), impls, Plans(SPACE, 5), depth=3)
     flights = [pipeline.enqueue(index) for index in range(3)]
     for flight in flights:
-        alone = impls[0].run(make_batch(flight.batch.plan, flight.index, "cpu"), run_model(flight.batch))
+        alone = impls[0].enqueue(make_batch(flight.batch.plan, flight.index, "cpu"), run_model(flight.batch))
         for field in ("ids", "weights"):
             assert torch.equal(getattr(flight.outputs[impls[0].name], field).view(torch.int32),
                                getattr(alone, field).view(torch.int32)), (flight.index, field)

@@ -113,7 +113,7 @@ def _retire(ctx, config, pipeline, tally):
 
 def run(config, ctx):
     """Run the soak on this rank; returns the summary (the same on every rank)."""
-    reference, impls = Model(compiled=config.compile_model and ctx.device.type == "cuda"), implementations(config)
+    reference, impls = Model.on(ctx.device, config.compile_model), implementations(config)
     previous = Tally.from_json(config.previous["tally"]) if config.previous else Tally()
     plans, tally, written, mismatches = Plans(config.space, config.seed), Tally(), [], []
     firsts = dict((config.previous or {}).get("first_case_files", {}))

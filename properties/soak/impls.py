@@ -72,6 +72,11 @@ class Model:
         self.compiled, self.not_compiled = compiled, None
         self._route, self._first = (compiled_route() if compiled else route_rows), compiled
 
+    @classmethod
+    def on(cls, device, compile_model):
+        """The reference for a run on ``device``: compiled where asked and the device is a GPU."""
+        return cls(compiled=compile_model and device.type == "cuda")
+
     def run(self, batch, reference=None):
         if not self._first:
             return run_model(batch, self._route)

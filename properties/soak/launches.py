@@ -196,5 +196,3 @@ class Launched:
         ids, weights, metadata = state.enqueue(batch, reference)
         to = lambda x: None if x is None else x.to(batch.logits.device)  # noqa: E731
         return BatchOutputs(to(ids), to(weights), to(metadata), to(state.called_mask))
-
-    run = enqueue  # on one stream, the outputs are ready for whatever that stream runs next

@@ -25,7 +25,6 @@ class Streams:
     after a mark, ``synchronize(event)`` waits on the host."""
 
     def __init__(self, device):
-        self.device = device
         self.cuda = device.type == "cuda"
         self.streams = {stage: torch.cuda.Stream(device) for stage in STAGES} if self.cuda else {}
 
