@@ -73,6 +73,7 @@ ROWS = [
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--problems", "0"], "--problems"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--plan-batches", "0"], "--plan-batches"),
     ("properties.soak", [*SOAK_CPU, "--bench", "--bench-batches", "0"], "--bench-batches"),
+    ("properties.soak", [*SOAK_CPU, "--bench", "--impl", "model"], "--bench"),
     ("properties.soak", ["--no-progress", "--rows", "10", "--device", "gpu0"], "--device"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--backend", "mpi"], "--backend"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "nope"], "--impl"),

@@ -300,12 +300,13 @@ def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(r
     assert replay.stdout.splitlines()[-1] == "replay: DIFFER (exit 1)"
 
 
-def test_the_bench_summary_carries_its_provenance(tmp_path):
+def test_the_bench_summary_carries_its_provenance_and_a_disagreement_fails_it(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = main(["--bench", "--device", "cpu", "--impl", "--fault", "ties_to_highest_index", "--b", "1",
                "--problems", "16", "--bench-batches", "1", "--no-progress", "--summary", str(out)])
     summary = json.loads(out.read_text())
-    assert rc == 0 and summary["bench"]
+    assert rc == 1 and summary["bench"] and sum(r["disagreements"] for r in summary["bench"]) > 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("soak bench: FAIL")
     assert {"commit", "date", "packages", "devices"} <= set(summary["provenance"])
 
 

@@ -214,14 +214,21 @@ def main(argv=None):
 
             try:
                 config = Config(implementations=_under_test(args, ctx), faults=tuple(args.fault))
-                under_test(config)
-            except ValueError as exc:  # NotRun or a malformed --impl
+                if not under_test(config):
+                    raise ValueError(f"--bench: nothing to time on {ctx.device}: name an implementation (--impl "
+                                     "NAME or NAME=MODULE:ATTR) or a planted fault (--fault NAME)")
+            except ValueError as exc:  # NotRun, a malformed --impl, or nothing under test
                 p.error(str(exc))
-            reference = Model(compiled=args.compile_model and ctx.device.type == "cuda")
+            reference = Model.on(ctx.device, args.compile_model)
             results = bench(implementations(config), args.b, ctx.device, args.problems or BENCH_PROBLEMS,
                             args.bench_batches, reference, args.depth)
             if args.summary:
                 write_summary(args.summary, {"bench": results, "provenance": provenance([describe_device(ctx.device)])})
+            bad = sum(r["disagreements"] for r in results)
+            if bad:
+                print(f"soak bench: FAIL: {bad} disagreeing problem(s) while timing (exit 1)")
+                return 1
+            print(f"soak bench: {len(results)} variant(s) timed, every bit agreed (exit 0)")
             return 0
         try:
             config = _config(args, ctx)
