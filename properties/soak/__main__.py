@@ -19,7 +19,8 @@ Exit status: 0 when everything agreed, 1 when an implementation disagreed (case 
 verified no row, 2 on bad arguments or an implementation that cannot run ("implementation NAME not run:
 <reason>"), 3 when the model on the device differs from the NumPy model (the reference is not trusted). The
 last line says which: ``soak: PASS``, ``soak: FAIL``, ``soak: NOTHING VERIFIED`` or ``soak: MODEL MISMATCH``,
-with what was under test ("model only" for --impl model).
+with what was under test ("model only" for --impl model). --bench exits 1 when any bit disagreed while timing
+(last line ``soak bench: FAIL``) and refuses a run with nothing under test (exit 2).
 """
 
 import argparse
