@@ -11,7 +11,8 @@ import torch
 from properties.soak import bulk, dist, verdict
 from properties.soak.engine import Config, implementations, run
 from properties.soak.impls import Model, run_model
-from properties.soak.launches import branch_count, split
+from properties.engine.interface import Declaration, Implementation
+from properties.soak.launches import Launched, branch_count, split
 from properties.soak.plan import Plans, Space, make_batch, make_plan
 from properties.soak.report import Tally
 from properties.soak.compare import ModelMismatch
@@ -170,3 +171,24 @@ def test_a_compiled_model_that_differs_in_one_bit_stops_the_soak():
     flight.want = type(want)(want.ids, flipped, want.metadata)
     with pytest.raises(ModelMismatch, match="1 weights element"):
         check_compiled_model(flight)
+
+
+def test_a_metadata_only_implementation_is_not_called_in_a_plan_without_metadata():
+    """A plan of "mixed" metadata may ask for none; FlashInfer's metadata oracle was then called with no tile
+    on the H200 (tile_n 0 refused), where it must not be called at all."""
+    calls = []
+
+    def metadata_only(logits, bias, ids, weights, scale, renormalize=True, metadata=None, local_expert_offset=0,
+                      num_local_experts=0, tile_n=0):
+        calls.append(tile_n)
+        metadata.fill_(0)
+
+    impl = Launched(Implementation("metadata_only", metadata_only,
+                                   Declaration(writes=("metadata",), reads_ids=True, device="cpu")))
+    for metadata, called in (("off", 0), ("on", 24)):
+        plan = make_plan(Space(b=(2,), problems=24, metadata=metadata), 3, 0)
+        batch = make_batch(plan, 0, "cpu")
+        got = impl.enqueue(batch, run_model(batch))
+        assert len(calls) == called and impl.last_called.size == called
+        assert (got.metadata is None) == (metadata == "off")
+        calls.clear()

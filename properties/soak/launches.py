@@ -61,7 +61,8 @@ class _Launches:
         declaration = launched.impl.declaration
         self.plan, self.route, self.reads_ids = plan, launched.impl.route, declaration.reads_ids
         self.fields = declaration.compared(plan.tile_n is not None)
-        self.called = np.flatnonzero(~refused_problems(declaration, plan))
+        # a metadata-only implementation has nothing to write in a plan without metadata: it is not called
+        self.called = np.flatnonzero(~refused_problems(declaration, plan)) if self.fields else np.arange(0)
         self.called_mask = None  # bool [P] on the device, where some problems are not called
         if self.called.size != p:
             self.called_mask = torch.zeros(p, dtype=torch.bool)
@@ -77,7 +78,7 @@ class _Launches:
         if "metadata" in self.fields:
             self.metadata = torch.empty((p, metadata_stride(plan.tile_n)), dtype=torch.int32, device=device)
         self.graph, self.branches = None, 1
-        if p >= EAGER_BELOW and launched.eager is None:
+        if p >= EAGER_BELOW and self.called.size and launched.eager is None:
             self.graph = launched.capture(self)
 
     def poison(self):
