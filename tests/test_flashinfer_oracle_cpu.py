@@ -166,6 +166,20 @@ def test_enqueue_wrapper_refuses_host_and_mistyped_ids():
         device_buffers(_ids(), 8)
 
 
+def test_buffers_in_meta_refuse_a_metadata_tensor_of_another_size_or_type(monkeypatch):
+    import torch
+
+    from kernel.layout import metadata_size
+    from oracles.flashinfer_routing import enqueue
+    monkeypatch.setattr(enqueue, "_check_ids_tensor", lambda ids: None)  # CPU ids: only meta is checked here
+    ids = torch.zeros((1, TOP_K), dtype=torch.int32)
+    for meta in (torch.zeros(metadata_size(8) - 1, dtype=torch.int32), torch.zeros(metadata_size(8)),
+                 torch.zeros((metadata_size(8), 2), dtype=torch.int32)[:, 0], None):
+        with pytest.raises(ValueError, match=r"meta must be a contiguous int32 tensor of metadata_size\(8\)"):
+            enqueue.buffers_in_meta(ids, meta, 8)
+    assert enqueue.buffers_in_meta(ids, torch.zeros(metadata_size(8), dtype=torch.int32), 8).tile_n == 8
+
+
 def test_metadata_outputs_read_back_field_by_field_and_name_a_wrong_buffer():
     """The metadata outputs both FlashInfer launches write (enqueue.MetadataOutputs): each tensor lands in its own
     DynBlockMetadata field, the two sizes from the scalars; a buffer of the wrong size is named."""

@@ -312,32 +312,27 @@ def test_the_bench_summary_carries_its_provenance_and_a_disagreement_fails_it(tm
 
 def test_the_flashinfer_adapter_lays_its_outputs_where_the_oracle_puts_them(monkeypatch):
     """The registry's "flashinfer" (properties/engine/builtins.py) hands FlashInfer the ids it is given and the
-    local range, and lays FlashInfer's own buffers into the metadata layout exactly as the oracle's to_meta
-    does; CPU stand-ins for the two library calls."""
+    local range, and FlashInfer's outputs land in the metadata layout exactly where the oracle's to_meta lays
+    them, every other element keeping the poison; a CPU stand-in for the launch writes its buffers."""
     from oracles.flashinfer_routing import DynBlockMetadata, enqueue, to_meta
     from properties.engine.builtins import route_flashinfer
     from properties.engine.poison import METADATA_POISON
 
     tile, rng, launched = 3, np.random.default_rng(7), []
 
-    def device_buffers(ids, tile_n, poison):
-        buffers = enqueue.DeviceBuffers(ids=ids, **enqueue.MetadataOutputs.allocate("cpu", tile_n))
-        buffers.poison(poison)
-        return buffers
-
     def fake_enqueue(buffers, offset, count):
-        launched.append((buffers, offset, count))
-        for out in buffers.outputs():
-            out.copy_(torch.from_numpy(rng.integers(-1, 500, out.numel(), dtype=np.int32)))
+        written = [rng.integers(-1, 500, out.numel(), dtype=np.int32) for out in buffers.outputs()]
+        for out, values in zip(buffers.outputs(), written):
+            out.copy_(torch.from_numpy(values))
+        launched.append((buffers, offset, count, written))
 
-    monkeypatch.setattr(enqueue, "device_buffers", device_buffers)
     monkeypatch.setattr(enqueue, "enqueue", fake_enqueue)
+    monkeypatch.setattr(enqueue, "_check_ids_tensor", lambda ids: None)  # the stand-in's ids are on the CPU
     ids = torch.zeros((2, 8), dtype=torch.int32)
     metadata = torch.full((metadata_size(tile) + 4,), METADATA_POISON, dtype=torch.int32)
     route_flashinfer(None, None, ids, None, 1.0, True, metadata[:metadata_size(tile)], 5, 7, tile)
-    (buffers, offset, count), = launched
+    (buffers, offset, count, (e2p, batch, limit, p2t, scalars)), = launched
     assert buffers.ids is ids and (offset, count, buffers.tile_n) == (5, 7, tile)
-    e2p, batch, limit, p2t, scalars = (out.numpy() for out in buffers.outputs())
     want = to_meta(DynBlockMetadata(batch, limit, p2t, e2p, int(scalars[0]), int(scalars[1]), tile, METADATA_POISON))
     assert np.array_equal(metadata[:want.size].numpy(), want)
     assert (metadata[want.size:] == METADATA_POISON).all()

@@ -16,7 +16,7 @@ from properties.soak.launches import Launched, branch_count, split
 from properties.soak.plan import Plans, Space, make_batch, make_plan
 from properties.soak.report import Tally
 from properties.soak.compare import ModelMismatch
-from properties.soak.schedule import Flight, Pipeline, Streams, check_compiled_model
+from properties.soak.schedule import Flight, Pipeline, Streams, check_as_written
 
 CPU = dist.Context(0, 1, torch.device("cpu"), None)
 SPACE = Space(b=(2, 3), problems=24, plan_batches=2)
@@ -66,8 +66,8 @@ def _run(tmp_path, depth, streams=None, **kw):
         return run(config, CPU)
     import properties.soak.engine as engine
     original = engine.Pipeline
-    engine.Pipeline = lambda device, model, impls, plans, depth: _Tracking(device, model, impls, plans, depth,
-                                                                           streams)
+    engine.Pipeline = lambda device, model, impls, plans, depth, draws: _Tracking(device, model, impls, plans, depth,
+                                                                                  streams, draws)
     try:
         return run(config, CPU)
     finally:
@@ -165,12 +165,12 @@ def test_a_compiled_model_that_differs_in_one_bit_stops_the_soak():
     batch = make_batch(plan, 0, "cpu")
     want = run_model(batch)
     flight = Flight(0, batch, want, eager_want=run_model(batch))
-    check_compiled_model(flight)  # equal: nothing raised
+    check_as_written(flight)  # equal: nothing raised
     flipped = want.weights.clone()
     flipped.view(torch.int32)[3, 1, 5] ^= 1
     flight.want = type(want)(want.ids, flipped, want.metadata)
     with pytest.raises(ModelMismatch, match="1 weights element"):
-        check_compiled_model(flight)
+        check_as_written(flight)
 
 
 def test_a_metadata_only_implementation_is_not_called_in_a_plan_without_metadata():
@@ -192,3 +192,13 @@ def test_a_metadata_only_implementation_is_not_called_in_a_plan_without_metadata
         assert len(calls) == called and impl.last_called.size == called
         assert (got.metadata is None) == (metadata == "off")
         calls.clear()
+
+
+def test_a_graphed_draw_that_differs_in_one_bit_stops_the_soak():
+    plan = make_plan(Space(b=(2,), problems=20), 4, 0)
+    batch, eager = make_batch(plan, 0, "cpu"), make_batch(plan, 0, "cpu")
+    flight = Flight(0, batch, run_model(batch), eager_batch=eager)
+    check_as_written(flight)  # equal: nothing raised
+    batch.bias.view(torch.int32)[7, 200] ^= 1 << 31
+    with pytest.raises(ModelMismatch, match="draw as run differs from the draw as written in 1 bias element"):
+        check_as_written(flight)

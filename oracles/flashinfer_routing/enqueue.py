@@ -13,7 +13,20 @@ from functools import lru_cache
 
 import torch
 
-from kernel.layout import EXPERTS, MAX_CTAS, MAX_TILE, MAX_TOKENS, ROUTES, TOP_K
+from kernel.layout import (
+    EXPERTS,
+    MAX_CTAS,
+    MAX_TILE,
+    MAX_TOKENS,
+    META_CTA_BATCH,
+    META_CTA_LIMIT,
+    META_EXPANDED_TO_PERMUTED,
+    META_PADDED_TOKENS,
+    META_PERMUTED_TO_TOKEN,
+    ROUTES,
+    TOP_K,
+    metadata_size,
+)
 from oracles.flashinfer_routing.dyn_block import (
     _MESSAGE_CAPACITY,
     DEFAULT_POISON,
@@ -88,6 +101,23 @@ def device_buffers(ids, tile_n, poison=DEFAULT_POISON):
     buffers = DeviceBuffers(ids=ids, **MetadataOutputs.allocate(ids.device, tile))
     buffers.poison(poison)
     return buffers
+
+
+def buffers_in_meta(ids, meta, tile_n):
+    """DeviceBuffers reading ``ids`` whose outputs are the slots of ``meta`` (int32 [metadata_size(tile_n)] on
+    ids' device) where ``dyn_block.place_in_meta`` lays them: the kernel writes the metadata layout itself
+    (one launch, no copies), every element it does not write keeping what ``meta`` held."""
+    _check_ids_tensor(ids)
+    tile = _check_int("tile_n", tile_n, 1, MAX_TILE)
+    if not isinstance(meta, torch.Tensor) or meta.dtype != torch.int32 or meta.dim() != 1 \
+            or meta.numel() != metadata_size(tile) or not meta.is_contiguous():
+        raise ValueError(f"meta must be a contiguous int32 tensor of metadata_size({tile}) = {metadata_size(tile)} "
+                         f"elements, got {getattr(meta, 'dtype', type(meta).__name__)} {list(getattr(meta, 'shape', []))}")
+    slot = lambda start, size: meta[start:start + size]  # noqa: E731
+    return DeviceBuffers(ids=ids, tile_n=tile, expanded_to_permuted=slot(META_EXPANDED_TO_PERMUTED, ROUTES),
+                         cta_batch=slot(META_CTA_BATCH, MAX_CTAS), cta_limit=slot(META_CTA_LIMIT, MAX_CTAS),
+                         permuted_to_token=slot(META_PERMUTED_TO_TOKEN, MAX_CTAS * tile),
+                         scalars=slot(META_PADDED_TOKENS, SCALARS))
 
 
 @lru_cache(maxsize=None)

@@ -100,15 +100,12 @@ def _prepare_cute(renormalize):
 
 def route_flashinfer(logits, bias, ids, weights, scale, renormalize=True, metadata=None, local_expert_offset=0,
                      num_local_experts=0, tile_n=0):
-    """FlashInfer's dyn-block kernel on ``ids`` (the reference's), its outputs moved into ``metadata``'s
-    layout as to_meta does (buffers of its own, poisoned, in this call: capturable)."""
+    """FlashInfer's dyn-block kernel on ``ids`` (the reference's), writing its outputs straight into
+    ``metadata``'s slots where to_meta lays them; ``metadata`` starts poisoned, as to_meta fills what FlashInfer
+    does not write. One launch a call, capturable."""
     from oracles.flashinfer_routing import enqueue
-    from oracles.flashinfer_routing.dyn_block import place_in_meta
 
-    buffers = enqueue.device_buffers(ids, tile_n, poison=METADATA_POISON)
-    enqueue.enqueue(buffers, local_expert_offset, num_local_experts)
-    place_in_meta(metadata, buffers.scalars[0], buffers.scalars[1], buffers.expanded_to_permuted, buffers.cta_batch,
-                  buffers.cta_limit, buffers.permuted_to_token, tile_n)
+    enqueue.enqueue(enqueue.buffers_in_meta(ids, metadata, tile_n), local_expert_offset, num_local_experts)
 
 
 def _probe(load):

@@ -255,9 +255,9 @@ CATALOG = (
     _m("soak_outputs_shared_between_batches", SOAK_LAUNCHES, "a batch's outputs are the plan's static buffers, "
        "which the next batch overwrites", SCHEDULE_T + "test_a_batch_in_flight_keeps_its_own_outputs_while_later_batches_run",
        ("x.clone() if field in self.fields", "x if field in self.fields")),
-    _m("soak_compiled_model_unchecked", SOAK_SCHEDULE, "the compiled model is never compared with the model as written",
-       SCHEDULE_T + "test_a_compiled_model_that_differs_in_one_bit_stops_the_soak",
-       ("    if flight.eager_want is None:\n        return\n", "    return\n")),
+    _m("soak_compiled_model_unchecked", SOAK_SCHEDULE, "the compiled or graphed model and the graphed draw are never "
+       "compared with the code as written", SCHEDULE_T + "test_a_compiled_model_that_differs_in_one_bit_stops_the_soak",
+       ("        if differs:\n            raise ModelMismatch", "        if False:\n            raise ModelMismatch")),
     _m("soak_zero_rows_pass", SOAK_CLI, "a soak that verified no row passes",
        VACUOUS_T + "test_a_soak_that_verified_no_row_fails", ('    if this["rows"] == 0:\n', "    if False:\n")),
     _m("harness_run_no_mutant_passes", HARNESS_RUN, "a harness mutant run of no mutant passes",

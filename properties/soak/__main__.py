@@ -34,6 +34,7 @@ from properties.soak import verdict
 from properties.soak.adapter import FAULTS, MAX_TILE, MAX_TOKENS, add_plugins
 from properties.soak.bulk import FAMILIES
 from properties.soak.engine import Config, implementations, run, under_test
+from properties.soak.graphed import Draws
 from properties.soak.impls import Model
 from properties.soak.plan import METADATA_CHOICES, Space
 from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
@@ -88,6 +89,9 @@ def parser():
     p.add_argument("--compile-model", action=argparse.BooleanOptionalAction, default=Config.compile_model,
                    help="the model's ids and weights through torch.compile on a GPU, checked against the "
                    "uncompiled model on every plan's first batch (--no-compile-model: as written)")
+    p.add_argument("--graph-stages", action=argparse.BooleanOptionalAction, default=Config.graph_stages,
+                   help="each plan's draw and model replayed from CUDA graphs on a GPU, checked against the code "
+                   "as written on every plan's first batch (--no-graph-stages: issued operation by operation)")
     p.add_argument("--plan-batches", type=types.integer(1, SEED_MAX), default=Space.plan_batches,
                    help="batches per plan (per graph)")
     p.add_argument("--crosscheck", type=types.integer(0, MAX_PROBLEMS), default=Config.crosscheck,
@@ -183,7 +187,8 @@ def _config(args, ctx):
     config = Config(seed=seed, offset=offset, rows=args.rows, seconds=args.seconds, space=space,
                     implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
                     minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
-                    progress=args.progress, previous=previous, depth=args.depth, compile_model=args.compile_model)
+                    progress=args.progress, previous=previous, depth=args.depth, compile_model=args.compile_model,
+                    graph_stages=args.graph_stages)
     under_test(config)
     return config
 
@@ -220,9 +225,9 @@ def main(argv=None):
                                      "NAME or NAME=MODULE:ATTR) or a planted fault (--fault NAME)")
             except ValueError as exc:  # NotRun, a malformed --impl, or nothing under test
                 p.error(str(exc))
-            reference = Model.on(ctx.device, args.compile_model)
+            reference = Model.on(ctx.device, args.compile_model, args.graph_stages)
             results = bench(implementations(config), args.b, ctx.device, args.problems or BENCH_PROBLEMS,
-                            args.bench_batches, reference, args.depth)
+                            args.bench_batches, reference, args.depth, Draws(ctx.device, args.graph_stages))
             if args.summary:
                 write_summary(args.summary, {"bench": results, "provenance": provenance([describe_device(ctx.device)])})
             bad = sum(r["disagreements"] for r in results)

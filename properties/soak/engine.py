@@ -13,10 +13,11 @@ from properties.soak import dist
 from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REGISTRY, NotRun, save_case
 from properties.soak.compare import ModelMismatch
 from properties.soak.failures import failure
+from properties.soak.graphed import Draws
 from properties.soak import verdict
 from properties.soak.impls import FIELDS, Model
 from properties.soak.plan import Plans, Space
-from properties.soak.schedule import Pipeline, check_compiled_model, cross_check_flight, disagreeing
+from properties.soak.schedule import Pipeline, check_as_written, cross_check_flight, disagreeing
 from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance
 
 SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreement is counted
@@ -29,7 +30,8 @@ class Config:
     and the plug-ins added there); ``faults``: planted faults (the registry's "fault-NAME");
     ``crosscheck``: problems per batch compared with the NumPy model; ``previous``: the summary resumed;
     ``depth``: batches on the device at once (properties/soak/schedule.py); ``compile_model``: the model's
-    ids and weights through torch.compile on a CUDA device (properties/soak/impls.py)."""
+    ids and weights through torch.compile on a CUDA device (properties/soak/impls.py); ``graph_stages``: each
+    plan's draw and model replayed from CUDA graphs on a CUDA device (properties/soak/graphed.py)."""
 
     seed: int = 0
     offset: int = 0
@@ -47,6 +49,7 @@ class Config:
     previous: dict | None = None
     depth: int = 3
     compile_model: bool = True
+    graph_stages: bool = True
 
 
 def under_test(config):
@@ -104,7 +107,7 @@ def _retire(ctx, config, pipeline, tally):
             verdict.count_agreeing(tally, impl.name, plan, fields, flight.called[impl.name])
     tally.add_plan_batch(plan)
     try:
-        check_compiled_model(flight)
+        check_as_written(flight)
         tally.crosscheck_rows += cross_check_flight(flight, config.crosscheck)
     except ModelMismatch as exc:
         return plan.rows, found, str(exc)
@@ -113,11 +116,13 @@ def _retire(ctx, config, pipeline, tally):
 
 def run(config, ctx):
     """Run the soak on this rank; returns the summary (the same on every rank)."""
-    reference, impls = Model.on(ctx.device, config.compile_model), implementations(config)
+    reference = Model.on(ctx.device, config.compile_model, config.graph_stages)
+    impls = implementations(config)
     previous = Tally.from_json(config.previous["tally"]) if config.previous else Tally()
     plans, tally, written, mismatches = Plans(config.space, config.seed), Tally(), [], []
     firsts = dict((config.previous or {}).get("first_case_files", {}))
-    pipeline = Pipeline(ctx.device, reference, impls, plans, config.depth)
+    pipeline = Pipeline(ctx.device, reference, impls, plans, config.depth,
+                        draws=Draws(ctx.device, config.graph_stages))
     done = enqueued = previous.rows
     progress = Progress(config.progress and ctx.leader, config.rows, done)
     start, step = time.monotonic(), 0
@@ -158,7 +163,7 @@ def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches,
         "offset": config.offset, "next_offset": config.offset + steps * ctx.world, "rows": totals.rows,
         "seconds": round(elapsed, 3), "rows_per_second": round(totals.rows / elapsed) if elapsed else None,
         "world_size": ctx.world, "backend": ctx.backend, "devices": devices, "depth": pipeline.depth,
-        "model": pipeline.model.describe(),
+        "model": pipeline.model.describe(), "draw": pipeline.draws.describe(),
         "branches": {impl.name: impl.branches for impl in impls}}]
     return {
         "format": SUMMARY_FORMAT,

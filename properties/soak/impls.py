@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import torch
 
 from properties.soak.adapter import EXPERTS, METADATA_POISON, REFERENCE, metadata_rows, route_rows
-from properties.soak.plan import metadata_stride
+from properties.soak.graphed import EAGER_BELOW, Replays
+from properties.soak.plan import Batch, metadata_stride
 
 FIELDS = ("ids", "weights", "metadata")
 COMPILE_OPTIONS = {"joint_graph_constant_folding": False}
@@ -63,31 +64,52 @@ def compiled_route():
 
 
 class Model:
-    """The reference; ``compiled``: its ids and weights through ``compiled_route`` (a CUDA device). Where
-    the first compiled call raises, it runs as written from then on and ``not_compiled`` says why."""
+    """The reference; ``compiled``: its ids and weights through ``compiled_route`` (a CUDA device), where the
+    first compiled call raises it runs as written from then on and ``not_compiled`` says why; ``graphed``:
+    each plan's run replayed from a CUDA graph (properties/soak/graphed.py)."""
 
     name = REFERENCE
 
-    def __init__(self, compiled=False):
+    def __init__(self, compiled=False, graphed=False):
         self.compiled, self.not_compiled = compiled, None
         self._route, self._first = (compiled_route() if compiled else route_rows), compiled
+        self.replays = Replays(self._run_plan) if graphed else None
 
     @classmethod
-    def on(cls, device, compile_model):
-        """The reference for a run on ``device``: compiled where asked and the device is a GPU."""
-        return cls(compiled=compile_model and device.type == "cuda")
+    def on(cls, device, compile_model, graph_stages=False):
+        """The reference for a run on ``device``: compiled and graphed where asked and the device is a GPU."""
+        cuda = device.type == "cuda"
+        return cls(compiled=compile_model and cuda, graphed=graph_stages and cuda)
+
+    @property
+    def as_written(self):
+        """Whether it runs the model's source as written, neither compiled nor graphed."""
+        return not self.compiled and (self.replays is None or self.replays.not_graphed is not None)
+
+    def _run_plan(self, plan, logits, bias, scale, renormalize, offset, count):
+        out = run_model(Batch(plan, -1, logits, bias, scale, renormalize, offset, count), self._route)
+        return out.ids, out.weights, out.metadata
 
     def run(self, batch, reference=None):
-        if not self._first:
+        graphed = self.replays is not None and batch.plan.problems >= EAGER_BELOW
+        if self._first:  # compiles now, outside any capture
+            self._first = False
+            try:
+                first = run_model(batch, self._route)
+                if not graphed:
+                    return first
+            except Exception as exc:  # whatever stops the compiler, the model still runs, as written
+                self.compiled, self._route = False, route_rows
+                self.not_compiled = f"torch.compile raised {type(exc).__name__}: " \
+                                    f"{str(exc).strip().splitlines()[0][:200]}"
+        if not graphed:
             return run_model(batch, self._route)
-        self._first = False
-        try:
-            return run_model(batch, self._route)
-        except Exception as exc:  # whatever stops the compiler, the model still runs, as written
-            self.compiled, self._route = False, route_rows
-            self.not_compiled = f"torch.compile raised {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
-            return run_model(batch)
+        return BatchOutputs(*self.replays.run(batch.plan, batch.logits, batch.bias, batch.scale, batch.renormalize,
+                                              batch.offset, batch.count))
 
     def describe(self):
-        """"compiled", or "as written" with the reason where compiling failed."""
-        return "compiled" if self.compiled else "as written" + (f" ({self.not_compiled})" if self.not_compiled else "")
+        """"compiled", "graphed", both, or "as written", with the reasons where compiling or capturing failed."""
+        forms = (["compiled"] if self.compiled else []) + (
+            ["graphed"] if self.replays is not None and self.replays.not_graphed is None else [])
+        failed = [why for why in (self.not_compiled, self.replays and self.replays.not_graphed) if why]
+        return (", ".join(forms) or "as written") + (f" ({'; '.join(failed)})" if failed else "")

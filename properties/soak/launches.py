@@ -23,10 +23,10 @@ from properties.soak.adapter import (
     device_of,
     metadata_size,
 )
+from properties.soak.graphed import EAGER_BELOW
 from properties.soak.impls import BatchOutputs
 from properties.soak.plan import metadata_stride
 
-EAGER_BELOW = 16  # problems: fewer are run without a graph
 # Graph branches per SM. On the H200 (132 SMs) one chain of one-CTA launches ran 0.41 M launches/s, 16 to 264
 # independent chains 5.0 to 5.8 M/s, the plateau from 16 on (properties/results/graph-branches-h200.json).
 BRANCHES_PER_SM = 0.25

@@ -200,19 +200,29 @@ class Batch:
 
 
 @functools.lru_cache(maxsize=4)
-def _parameters(plan, device):
+def parameters(plan, device):
     """(scale, renormalize, offset, count) of ``plan`` on ``device``, copied there once per plan: a copy from
     the host at every batch would make the host wait for the device's queue."""
     return tuple(torch.from_numpy(x).to(device) for x in (plan.scale, plan.renormalize, plan.offset, plan.count))
+
+
+def batch_seed(plan, index):
+    """The seed of batch ``index``'s generator."""
+    return stream(plan.seed, _BATCH, index)
+
+
+def draw(plan, generator, device):
+    """(logits, bias) of one batch of ``plan`` drawn from ``generator`` on ``device``, on the current stream."""
+    logits = torch.empty((plan.problems, plan.b, EXPERTS), dtype=torch.float32, device=device)
+    bias = torch.empty((plan.problems, EXPERTS), dtype=torch.float32, device=device)
+    for family, start, end in plan.runs:
+        logits[start:end], bias[start:end] = bulk.generate(family, generator, end - start, plan.b, device)
+    return logits, bias
 
 
 def make_batch(plan, index, device):
     """Batch ``index`` of ``plan`` drawn on ``device`` from a generator seeded by (plan.seed, index), on the
     current stream."""
     device = torch.device(device)
-    generator = torch.Generator(device=device).manual_seed(stream(plan.seed, _BATCH, index))
-    logits = torch.empty((plan.problems, plan.b, EXPERTS), dtype=torch.float32, device=device)
-    bias = torch.empty((plan.problems, EXPERTS), dtype=torch.float32, device=device)
-    for family, start, end in plan.runs:
-        logits[start:end], bias[start:end] = bulk.generate(family, generator, end - start, plan.b, device)
-    return Batch(plan, index, logits, bias, *_parameters(plan, device))
+    generator = torch.Generator(device=device).manual_seed(batch_seed(plan, index))
+    return Batch(plan, index, *draw(plan, generator, device), *parameters(plan, device))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from properties.soak.compare import ModelMismatch, cross_check, differing, sample
+from properties.soak.graphed import Draws
 from properties.soak.impls import FIELDS, run_model
 from properties.soak.plan import make_batch
 
@@ -58,33 +59,37 @@ class Flight:
     outputs: dict = field(default_factory=dict)  # name -> BatchOutputs
     called: dict = field(default_factory=dict)  # name -> host indices of the problems called
     flags: dict = field(default_factory=dict)  # name -> bool [P] on the host (pinned on CUDA), True: differs
-    eager_want: object = None  # the uncompiled model's outputs, where the compiled model is checked
+    eager_batch: object = None  # the batch drawn as written, where the graphed draw is checked
+    eager_want: object = None  # the model's outputs as written, where its compiled or graphed form is checked
     done: object = None
 
 
 class Pipeline:
-    """Enqueue batches and retire them in order (``depth``: batches on the device at once)."""
+    """Enqueue batches and retire them in order (``depth``: batches on the device at once; ``draws``: where
+    batches come from, properties/soak/graphed.py, make_batch's by default)."""
 
-    def __init__(self, device, model, impls, plans, depth=2, streams=None):
+    def __init__(self, device, model, impls, plans, depth=2, streams=None, draws=None):
         self.device, self.model, self.impls, self.plans = device, model, impls, plans
         self.depth = max(1, depth)
         self.streams = streams or Streams(device)
+        self.draws = draws or Draws(device, graphed=False)
         self.in_flight = deque()
         self._checked_plans = set()
 
     def enqueue(self, index):
         """Put batch ``index`` on the device; returns its Flight."""
         s, plan = self.streams, self.plans.for_batch(index)
+        first = plan.index not in self._checked_plans  # checked against the code as written, every bit
+        self._checked_plans.add(plan.index)
         with s.on("draw"):
-            batch = make_batch(plan, index, self.device)
+            batch = self.draws.batch(plan, index)
+            eager_batch = make_batch(plan, index, self.device) if first and self.draws.graphed else None
             drawn = s.record("draw")
-        flight = Flight(index, batch, None)
+        flight = Flight(index, batch, None, eager_batch=eager_batch)
         with s.on("model"):
             s.wait("model", drawn)
             flight.want = self.model.run(batch)
-            if self.model.compiled and plan.index not in self._checked_plans:
-                # the compiled model against its own source, on every bit of the plan's first batch
-                self._checked_plans.add(plan.index)
+            if first and not self.model.as_written:
                 flight.eager_want = run_model(batch)
             modelled = s.record("model")
         with s.on("implementations"):
@@ -121,19 +126,24 @@ def disagreeing(flight, name):
     return [] if flags is None else flags.nonzero().flatten().tolist()
 
 
-def check_compiled_model(flight):
-    """Raise ModelMismatch when the compiled model's outputs of the flight differ from the model's own."""
-    if flight.eager_want is None:
-        return
-    for name in FIELDS:
-        want, got = getattr(flight.eager_want, name), getattr(flight.want, name)
-        if want is None:
-            continue
-        bits = lambda x: x.view(torch.int32) if x.dtype == torch.float32 else x  # noqa: E731
-        differs = int((bits(want) != bits(got)).sum())
+def _bits(x):
+    return x.view(torch.int32) if x.dtype == torch.float32 else x
+
+
+def check_as_written(flight):
+    """Raise ModelMismatch where the flight's batch or model outputs, from the graphed draw or the compiled
+    or graphed model, differ in any bit from the same drawn and modelled as written."""
+    pairs = []
+    if flight.eager_batch is not None:
+        pairs += [("draw", name, getattr(flight.eager_batch, name), getattr(flight.batch, name))
+                  for name in ("logits", "bias")]
+    if flight.eager_want is not None:
+        pairs += [("model", name, getattr(flight.eager_want, name), getattr(flight.want, name)) for name in FIELDS]
+    for stage, name, want, got in pairs:
+        differs = 0 if want is None else int((_bits(want) != _bits(got)).sum())
         if differs:
-            raise ModelMismatch(f"the compiled model differs from the model in {differs} {name} element(s) of "
-                                f"plan {flight.batch.plan.index}, batch {flight.index}")
+            raise ModelMismatch(f"the {stage} as run differs from the {stage} as written in {differs} {name} "
+                                f"element(s) of plan {flight.batch.plan.index}, batch {flight.index}")
 
 
 def cross_check_flight(flight, count):
