@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from properties.soak import bulk, dist, verdict
+from properties.soak import bulk, dist, graphed, verdict
 from properties.soak.engine import Config, implementations, run
 from properties.soak.impls import Model, run_model
 from properties.engine.interface import Declaration, Implementation
@@ -202,3 +202,44 @@ def test_a_graphed_draw_that_differs_in_one_bit_stops_the_soak():
     batch.bias.view(torch.int32)[7, 200] ^= 1 << 31
     with pytest.raises(ModelMismatch, match="draw as run differs from the draw as written in 1 bias element"):
         check_as_written(flight)
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def test_a_capture_runs_after_the_cyclic_garbage_is_freed_and_with_the_collector_held_off(monkeypatch):
+    """A CUDA graph freed by the collector in the middle of a capture breaks the capture; a stand-in for
+    torch.cuda.graph records the collector's state inside."""
+    import contextlib
+    import gc
+    import weakref
+
+    seen = []
+
+    @contextlib.contextmanager
+    def graph(g):
+        seen.append((gc.isenabled(), garbage() is None))
+        yield
+
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    garbage = weakref.ref(_Cycle())
+    assert garbage() is not None  # only the cyclic collector frees it
+    with graphed.capturing(object()):
+        pass
+    assert seen == [(False, True)] and gc.isenabled()
+
+
+def test_a_graphed_model_is_freed_without_the_cyclic_collector():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        model = Model(graphed=True)
+        alive, replays = weakref.ref(model), weakref.ref(model.replays)
+        del model
+        assert alive() is None and replays() is None
+    finally:
+        gc.enable()

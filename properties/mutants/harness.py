@@ -31,6 +31,7 @@ PROGRESS = "properties/tools/progress.py"
 SOAK_CLI = "properties/soak/__main__.py"
 SOAK_SCHEDULE = "properties/soak/schedule.py"
 SOAK_LAUNCHES = "properties/soak/launches.py"
+SOAK_GRAPHED = "properties/soak/graphed.py"
 KERNEL_MUTANTS_CLI = "properties/mutants/__main__.py"
 HARNESS_RUN = "properties/mutants/harness_run.py"
 BENCH_CLI = "properties/bench/cli.py"
@@ -255,6 +256,9 @@ CATALOG = (
     _m("soak_outputs_shared_between_batches", SOAK_LAUNCHES, "a batch's outputs are the plan's static buffers, "
        "which the next batch overwrites", SCHEDULE_T + "test_a_batch_in_flight_keeps_its_own_outputs_while_later_batches_run",
        ("x.clone() if field in self.fields", "x if field in self.fields")),
+    _m("soak_capture_under_the_collector", SOAK_GRAPHED, "graphs are captured with the cyclic collector free to "
+       "run mid-capture", SCHEDULE_T + "test_a_capture_runs_after_the_cyclic_garbage_is_freed_and_with_the_collector_held_off",
+       ("    gc.collect()\n    enabled = gc.isenabled()\n    gc.disable()\n", "    enabled = False\n")),
     _m("soak_compiled_model_unchecked", SOAK_SCHEDULE, "the compiled or graphed model and the graphed draw are never "
        "compared with the code as written", SCHEDULE_T + "test_a_compiled_model_that_differs_in_one_bit_stops_the_soak",
        ("        if differs:\n            raise ModelMismatch", "        if False:\n            raise ModelMismatch")),

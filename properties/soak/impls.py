@@ -9,6 +9,7 @@ rows on the H200, where the unfolded compile matched the model bit for bit. The 
 integer work whose shapes follow the tile) always runs as written.
 """
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +64,13 @@ def compiled_route():
     return torch.compile(route_rows, dynamic=False, options=COMPILE_OPTIONS)
 
 
+def _plan_outputs(route, plan, logits, bias, scale, renormalize, offset, count):
+    """The model's (ids, weights, metadata) of one batch of ``plan`` through ``route``, for Replays (a function
+    of its inputs alone: a bound method would tie the Model and its graph into a reference cycle)."""
+    out = run_model(Batch(plan, -1, logits, bias, scale, renormalize, offset, count), route)
+    return out.ids, out.weights, out.metadata
+
+
 class Model:
     """The reference; ``compiled``: its ids and weights through ``compiled_route`` (a CUDA device), where the
     first compiled call raises it runs as written from then on and ``not_compiled`` says why; ``graphed``:
@@ -73,7 +81,7 @@ class Model:
     def __init__(self, compiled=False, graphed=False):
         self.compiled, self.not_compiled = compiled, None
         self._route, self._first = (compiled_route() if compiled else route_rows), compiled
-        self.replays = Replays(self._run_plan) if graphed else None
+        self.replays = Replays(functools.partial(_plan_outputs, self._route)) if graphed else None
 
     @classmethod
     def on(cls, device, compile_model, graph_stages=False):
@@ -86,10 +94,6 @@ class Model:
         """Whether it runs the model's source as written, neither compiled nor graphed."""
         return not self.compiled and (self.replays is None or self.replays.not_graphed is not None)
 
-    def _run_plan(self, plan, logits, bias, scale, renormalize, offset, count):
-        out = run_model(Batch(plan, -1, logits, bias, scale, renormalize, offset, count), self._route)
-        return out.ids, out.weights, out.metadata
-
     def run(self, batch, reference=None):
         graphed = self.replays is not None and batch.plan.problems >= EAGER_BELOW
         if self._first:  # compiles now, outside any capture
@@ -100,6 +104,8 @@ class Model:
                     return first
             except Exception as exc:  # whatever stops the compiler, the model still runs, as written
                 self.compiled, self._route = False, route_rows
+                if self.replays is not None:
+                    self.replays = Replays(functools.partial(_plan_outputs, route_rows))
                 self.not_compiled = f"torch.compile raised {type(exc).__name__}: " \
                                     f"{str(exc).strip().splitlines()[0][:200]}"
         if not graphed:

@@ -23,7 +23,7 @@ from properties.soak.adapter import (
     device_of,
     metadata_size,
 )
-from properties.soak.graphed import EAGER_BELOW
+from properties.soak.graphed import EAGER_BELOW, capturing
 from properties.soak.impls import BatchOutputs
 from properties.soak.plan import metadata_stride
 
@@ -155,7 +155,7 @@ class Launched:
         streams = self._branch_streams(len(runs))
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph):
+            with capturing(graph):
                 fork = torch.cuda.current_stream()
                 for stream, problems in zip(streams, runs):
                     stream.wait_stream(fork)
