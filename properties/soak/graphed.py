@@ -21,9 +21,10 @@ EAGER_BELOW = 16  # problems: fewer are run without a graph
 @contextlib.contextmanager
 def capturing(graph):
     """torch.cuda.graph(graph), with Python's cyclic garbage collected before and held off during the capture:
-    a CUDA graph or tensor freed by the collector in the middle of a capture makes a call the capture forbids.
-    (In the gate the kernel's and the Triton oracle's captures failed in the pipelined soak test that ran after
-    the graphed-draw test, whose graph lived in a reference cycle; the same test alone passed.)"""
+    a CUDA graph freed by the collector in the middle of another's capture makes a call the capture forbids
+    ("operation not permitted when stream is capturing"; torch.cuda.graph stopped collecting first in torch 2.9,
+    pytorch/pytorch#161037). In the gate the kernel's and the Triton oracle's captures failed so in the
+    pipelined soak test run after the graphed-draw test, whose graph lived in a reference cycle; alone it passed."""
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()
