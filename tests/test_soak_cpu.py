@@ -181,12 +181,14 @@ def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_repla
     assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
-def test_a_metadata_fault_is_caught_and_saved_whole(tmp_path):
+def test_a_metadata_fault_is_caught_and_saved_whole_and_its_case_file_replays(tmp_path, replay_process):
     summary = run(_config(tmp_path, rows=1, faults=("writes_the_guard",),
                           space=Space(problems=64, metadata="on", b=(3,))), CPU)
     assert summary["tally"]["disagreements"]["fault-writes_the_guard"] > 0
     case = json.loads(open(summary["case_files"][0]).read())
     assert case["disagreements"][0]["field"] == "metadata"
+    replay = replay_process(summary["case_files"][0], inject=False, timeout=300)
+    assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
 def test_a_resumed_run_counts_what_one_run_counts(tmp_path):
