@@ -43,7 +43,8 @@ def _batch_stages(plan, index, device, reference, impl, draws):
 
 
 def _retire_counting(pipeline, name):
-    """Disagreements of the oldest batch; ModelMismatch where the compiled model differs from the model."""
+    """Disagreements of the oldest batch; ModelMismatch where its graphed draw or compiled or graphed model
+    differs from the code as written."""
     flight = pipeline.retire()
     check_as_written(flight)
     return len(disagreeing(flight, name))

@@ -22,7 +22,8 @@ class ModelMismatch(RuntimeError):
     """The model on the device and the NumPy model on the CPU differ: the reference cannot be trusted."""
 
 
-def _bits(x):
+def bits(x):
+    """``x`` as its bit patterns: float32 viewed as int32, integers as they are."""
     return x.view(torch.int32) if x.dtype == torch.float32 else x
 
 
@@ -34,7 +35,7 @@ def differing(got, want):
         value = getattr(got, field)
         if value is None:
             continue
-        differs = (_bits(value) != _bits(getattr(want, field))).reshape(value.shape[0], -1).any(1)
+        differs = (bits(value) != bits(getattr(want, field))).reshape(value.shape[0], -1).any(1)
         bad = differs if bad is None else bad | differs
     return bad if bad is None or got.called is None else bad & got.called
 

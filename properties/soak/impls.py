@@ -90,9 +90,13 @@ class Model:
         return cls(compiled=compile_model and cuda, graphed=graph_stages and cuda)
 
     @property
+    def graphed(self):
+        return self.replays is not None and self.replays.not_graphed is None
+
+    @property
     def as_written(self):
         """Whether it runs the model's source as written, neither compiled nor graphed."""
-        return not self.compiled and (self.replays is None or self.replays.not_graphed is not None)
+        return not self.compiled and not self.graphed
 
     def run(self, batch, reference=None):
         graphed = self.replays is not None and batch.plan.problems >= EAGER_BELOW
@@ -115,7 +119,6 @@ class Model:
 
     def describe(self):
         """"compiled", "graphed", both, or "as written", with the reasons where compiling or capturing failed."""
-        forms = (["compiled"] if self.compiled else []) + (
-            ["graphed"] if self.replays is not None and self.replays.not_graphed is None else [])
+        forms = [form for form, used in (("compiled", self.compiled), ("graphed", self.graphed)) if used]
         failed = [why for why in (self.not_compiled, self.replays and self.replays.not_graphed) if why]
         return (", ".join(forms) or "as written") + (f" ({'; '.join(failed)})" if failed else "")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from properties.soak.compare import ModelMismatch, cross_check, differing, sample
+from properties.soak.compare import ModelMismatch, bits, cross_check, differing, sample
 from properties.soak.graphed import Draws
 from properties.soak.impls import FIELDS, run_model
 from properties.soak.plan import make_batch
@@ -126,10 +126,6 @@ def disagreeing(flight, name):
     return [] if flags is None else flags.nonzero().flatten().tolist()
 
 
-def _bits(x):
-    return x.view(torch.int32) if x.dtype == torch.float32 else x
-
-
 def check_as_written(flight):
     """Raise ModelMismatch where the flight's batch or model outputs, from the graphed draw or the compiled
     or graphed model, differ in any bit from the same drawn and modelled as written."""
@@ -140,7 +136,7 @@ def check_as_written(flight):
     if flight.eager_want is not None:
         pairs += [("model", name, getattr(flight.eager_want, name), getattr(flight.want, name)) for name in FIELDS]
     for stage, name, want, got in pairs:
-        differs = 0 if want is None else int((_bits(want) != _bits(got)).sum())
+        differs = 0 if want is None else int((bits(want) != bits(got)).sum())
         if differs:
             raise ModelMismatch(f"the {stage} as run differs from the {stage} as written in {differs} {name} "
                                 f"element(s) of plan {flight.batch.plan.index}, batch {flight.index}")

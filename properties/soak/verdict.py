@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from properties.soak.adapter import TOP_K
+from properties.soak.compare import bits
 from properties.soak.impls import FIELDS
 
 VERDICT_FORMAT = "musespark-routing-verdict/1"
@@ -31,13 +32,9 @@ def key(*parts):
     return SEP.join(parts)
 
 
-def _bits(x):
-    return x.view(torch.int32) if x.dtype == torch.float32 else x
-
-
 def ulp_buckets(got, want):
     """Index into ULP_LABELS of each weight of float32 ``got`` against ``want`` (same shape, same device)."""
-    g, w = _bits(got).to(torch.int64), _bits(want).to(torch.int64)
+    g, w = bits(got).to(torch.int64), bits(want).to(torch.int64)
     ordered = lambda b: torch.where(b < 0, -(b & 0x7FFFFFFF), b)  # noqa: E731  sign-magnitude to a number line
     distance = (ordered(g) - ordered(w)).abs()
     exponent = torch.frexp(distance.to(torch.float64)).exponent.to(torch.int64)  # d = m 2^e, m in [0.5, 1)
@@ -82,7 +79,7 @@ def count(tally, name, plan, got, want):
         value = getattr(got, field)
         if value is None:
             continue
-        differs = _bits(value) != _bits(getattr(want, field))
+        differs = bits(value) != bits(getattr(want, field))
         bad = differs.any(1).to(torch.int64) if field == "metadata" else differs.any(2).sum(1)
         per_family = torch.bincount(family_t, weights=(bad * mask).to(torch.float64), minlength=len(names))
         rows = 1 if field == "metadata" else plan.b
