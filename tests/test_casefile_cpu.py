@@ -342,7 +342,7 @@ def test_the_schemas_bounds_are_the_layouts():
     assert [(r["minItems"], r["maxItems"]) for r in rows] == [(1, MAX_TOKENS)] * 3
     assert defs["origin"]["properties"]["soak"]["properties"]["b"]["maximum"] == MAX_TOKENS
     assert ids_rows["items"]["minItems"] == ids_rows["items"]["maxItems"] == TOP_K
-    assert inputs["tile_n"]["oneOf"][1]["maximum"] == MAX_TILE
+    assert (inputs["tile_n"]["minimum"], inputs["tile_n"]["maximum"]) == (1, MAX_TILE)
     # RoutingCase and the kernel contract take 0 <= offset <= EXPERTS (an empty local range at either end).
     assert (inputs["local_expert_offset"]["maximum"], inputs["num_local_experts"]["maximum"]) == (EXPERTS, EXPERTS)
     assert defs["disagreement"]["properties"]["field"]["enum"] == list(FIELDS)
