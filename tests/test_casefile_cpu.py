@@ -11,12 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from properties.corpus import CASES_PER_GENERATOR
 from properties.engine import casefile
 from properties.engine.cases import FIELDS
 from properties.engine.compare import MAX_LISTED
 from properties.replay import AGREE, DIFFER, UNREADABLE
-from properties.strategies import GENERATORS
 
 CORPORA = casefile.CORPORA
 # Shapes that differ: b = 1 without metadata, b > 1 with metadata, a saved disagreement with two entries.
@@ -201,13 +199,6 @@ def test_a_truncated_file_is_refused(tmp_path_factory, data, draw):
     path = tmp_path_factory.mktemp("cut") / "case.json"
     path.write_text(text[:cut])
     with pytest.raises(casefile.CaseFileError, match=f"^{path}: not JSON: "):
-        casefile.read(path)
-
-
-def test_every_committed_case_file_reads():
-    paths = sorted(CORPORA.rglob("*.json"))
-    assert len(paths) >= CASES_PER_GENERATOR * len(GENERATORS)  # at least the whole regression corpus
-    for path in paths:
         casefile.read(path)
 
 
