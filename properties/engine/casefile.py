@@ -20,8 +20,8 @@ module (checked with ``jsonschema``) fixes every field's type and word syntax, e
 (recorded, its environment, origin, each disagreement); the reader then checks the word counts (b x 256 logits,
 256 bias, b rows of 8 ids and weights, metadata_size(tile_n) metadata) before it expands any run, that every
 decimal word is an int32, and that no implementation is listed twice. Anything else raises CaseFileError, one
-line naming the file and the field. Writing checks the same schema first, so nothing is written that the
-reader would refuse.
+line naming the file and the field or the fault. Writing runs the reader over its own text first, so nothing
+is written that the reader would refuse.
 """
 
 import codecs
