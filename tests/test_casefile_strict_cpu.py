@@ -33,8 +33,9 @@ VERDICT_CASES = casefile.REPO_ROOT / "properties" / "results" / "verdict-cases" 
 COMMITTED = sorted(casefile.CORPORA.rglob("*.json")) + sorted(VERDICT_CASES.glob("*.json"))
 PROCESS_TIMEOUT_S = 120
 MARK = "@@fault@@"  # a string no case file holds: the one value written as the fault's text
-INVALID_UTF8 = (b"\xff", b"\x80", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82")  # stray, continuation, overlong,
-# an encoded surrogate, a sequence cut short
+# Bytes no UTF-8 text holds: a stray 0xff, a lone continuation byte, an overlong "/", an encoded surrogate, a
+# sequence cut short.
+INVALID_UTF8 = (b"\xff", b"\x80", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82")
 LONE_SURROGATES = ("\\ud800", "\\udfff", "\\ud83dx")
 CONSTANTS = ("NaN", "Infinity", "-Infinity")
 TRAILERS = ("{}", "[]", "0", "null", "x", ",", '"more"', "}")
