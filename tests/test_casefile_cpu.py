@@ -16,7 +16,7 @@ from properties.engine import casefile
 from properties.engine.cases import FIELDS
 from properties.engine.compare import MAX_LISTED
 from properties.replay import AGREE, DIFFER, UNREADABLE
-from properties.strategies import GENERATORS
+from properties.inputs.strategies import GENERATORS
 
 CORPORA = casefile.CORPORA
 # Shapes that differ: b = 1 without metadata, b > 1 with metadata, a saved disagreement with two entries.
