@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from properties.engine import casefile
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REAL, run_all, unavailable
-from properties.strategies import GENERATORS
+from properties.inputs.strategies import GENERATORS
 from properties.tools import args as types
 from properties.tools.args import OneLineParser
 

@@ -12,7 +12,7 @@ from oracles.flashinfer_routing import build as flashinfer_build
 from properties.engine import casefile
 from properties.engine.check import check_case
 from properties.engine.implementations import BROKEN_ENV
-from properties.strategies import GENERATORS
+from properties.inputs.strategies import GENERATORS
 
 _REPLAY_TIMEOUT_S = 600
 

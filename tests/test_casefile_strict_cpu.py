@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from properties import corpus, replay, view
 from properties.corpus import CASES_PER_GENERATOR
 from properties.engine import casefile
+from properties.inputs.strategies import GENERATORS
 from properties.mutants import __main__ as mutants_cli
-from properties.strategies import GENERATORS
 
 # Case files of every shape: a regression case without metadata, a saved disagreement, the soak's planted fault.
 BASES = tuple(casefile.CORPORA / name for name in ("regression/all_equal-000.json",

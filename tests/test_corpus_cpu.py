@@ -16,7 +16,7 @@ from properties.engine import casefile
 from properties.engine.implementations import REAL, writes
 from properties.replay import main as replay_main
 from properties.replay import replay
-from properties.strategies import GENERATORS
+from properties.inputs.strategies import GENERATORS
 
 H200 = "NVIDIA H200"
 

@@ -9,8 +9,8 @@ from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from properties.engine.cases import Outputs
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REGISTRY
-from properties.families import batches, families, unpicked_range
-from properties.floats import FLT_MAX_BITS, f32
+from properties.engine.floats import FLT_MAX_BITS, f32
+from properties.inputs.families import batches, families, unpicked_range
 
 from helpers import case_of
 

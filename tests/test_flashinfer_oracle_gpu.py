@@ -24,7 +24,7 @@ from oracles.flashinfer_routing import DEFAULT_POISON, dyn_block_metadata, load_
 from oracles.numpy_model import routing_metadata
 from properties.engine.cases import Outputs
 from properties.engine.compare import describe, disagreements
-from properties.families import unpicked_range
+from properties.inputs.families import unpicked_range
 
 pytestmark = pytest.mark.gpu
 

@@ -1,4 +1,4 @@
-"""The metadata invariant checker (properties/invariants.py) on the model's metadata of one hand-derived case
+"""The metadata invariant checker (properties/engine/invariants.py) on the model's metadata of one hand-derived case
 (tests/test_model_routing.py: two tokens, experts 4..7 local, tile 3) and on hand-made breaks of it: each
 break is reported with the invariant it breaks, and the real metadata passes."""
 
@@ -14,7 +14,7 @@ from kernel.layout import (
     META_PADDED_TOKENS,
     META_PERMUTED_TO_TOKEN,
 )
-from properties.invariants import metadata_violations
+from properties.engine.invariants import metadata_violations
 
 FILL = -7
 OFFSET, COUNT, TILE = 4, 4, 3

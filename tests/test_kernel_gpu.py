@@ -1,6 +1,6 @@
 """The routing kernel on the GPU against the NumPy model, bit for bit, through the engine.
 
-Inputs: properties/families.py (14 families of fixed-seed adversarial rows, shared with the Triton
+Inputs: properties/inputs/families.py (14 families of fixed-seed adversarial rows, shared with the Triton
 oracle's tests), cut into batches of every b. Every case runs through properties/engine/device.py: outputs and
 metadata are poisoned before every call, in buffers larger than the contract's, so a write past the last
 token row, past metadata_size(tile) or into an element the kernel must leave (the guard, the unused fields)
@@ -20,8 +20,8 @@ from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from properties.engine import device
 from properties.engine.implementations import REGISTRY
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
-from properties.families import batches, families, pooled_rows, unpicked_range
-from properties.floats import FLT_MAX_BITS, f32
+from properties.engine.floats import FLT_MAX_BITS, f32
+from properties.inputs.families import batches, families, pooled_rows, unpicked_range
 
 from helpers import NO_METADATA, case_of
 

@@ -1,9 +1,12 @@
 """The import layering, read from every Python file's imports (ast), never by running it: kernel imports
 nothing from oracles, properties or tests; oracles nothing from properties or tests, and of the kernel only
 its layout (kernel/layout.py, the shared shapes), so they stay independent of the kernel; properties nothing
-from tests. A layer may import the layers below it and the standard library or third-party packages."""
+from tests. A layer may import the layers below it and the standard library or third-party packages. Inside
+properties/, the floors of its rooms (PROPERTIES_FLOORS): every module stands in a room, and a room imports
+only itself and the rooms of lower floors."""
 
 import ast
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,6 +25,41 @@ def _python_files():
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout.split()
     return [ROOT / name for name in listed if (ROOT / name).is_file()]
+
+
+# The rooms of properties/, lowest floor first (properties/__init__.py names them). A room imports itself and
+# the rooms of lower floors, never one of its own floor or above. A module's room is the longest name here that
+# it is or lies under, so tools/args.py (every command line's parser, oracles/args.py by its harness name)
+# stands on the ground floor while the rest of tools/ stands high; "properties" is the package's own
+# __init__.py alone. Every module of properties/ must stand in a room: a new package or loose module is placed
+# here first.
+PROPERTIES_FLOORS = (
+    ("properties", "properties.tools.args"),
+    ("properties.engine",),  # cases, implementations, comparison, case files, float32 bits, invariants
+    ("properties.inputs", "properties.codegen"),  # what the harness draws; the kernel's static checks
+    ("properties.bench", "properties.mutants", "properties.soak"),
+    ("properties.tools",),  # the gate, the smoke run, the offline bundle
+    ("properties.report",),  # reads what the gate, the bench, the mutants and the soak wrote
+    ("properties.corpus", "properties.replay", "properties.view"),  # the commands a user runs on case files
+)
+FLOOR = {room: floor for floor, rooms in enumerate(PROPERTIES_FLOORS) for room in rooms}
+
+
+def room_of(name):
+    """The room of PROPERTIES_FLOORS that module (or imported name) ``name`` stands in, or None."""
+    name = name.removesuffix(".__init__")
+    if name == "properties":
+        return name
+    rooms = [room for room in FLOOR if room != "properties" and (name == room or name.startswith(room + "."))]
+    return max(rooms, key=len, default=None)
+
+
+def floor_offences(source, module):
+    """Each import of ``source`` (the file of ``module``, in properties/) into a room on its own floor or
+    above, as "module imports name"."""
+    here = room_of(module)
+    return [f"{module} imports {name}" for name in sorted(imported_modules(source, module))
+            if (there := room_of(name)) not in (None, here) and FLOOR[there] >= FLOOR[here]]
 
 
 # The one module of the kernel an oracle may import.
@@ -85,3 +123,48 @@ def test_oracles_import_nothing_of_the_kernel_but_its_layout():
                      for name in sorted(imported_modules(path.read_text(), module))
                      if name.split(".")[0] == "kernel" and not _oracles_may_import(name)]
     assert not offences, "\n".join(offences)
+
+
+def test_the_floor_reader_places_names_and_finds_an_import_upwards():
+    assert room_of("properties.tools.args.OneLineParser") == "properties.tools.args"
+    assert room_of("properties.tools.gate") == "properties.tools"
+    assert room_of("properties") == "properties" and room_of("properties.loose") is None
+    assert room_of("properties.engineering") is None
+    assert floor_offences("from properties.report import screenshot\n", "properties.tools.gate") == [
+        "properties.tools.gate imports properties.report.screenshot"]
+    assert floor_offences("from properties.soak import plan\n", "properties.bench.cli") == [
+        "properties.bench.cli imports properties.soak.plan"]
+    assert floor_offences("from properties.tools.args import OneLineParser\nimport properties\n"
+                          "from properties.engine import cases\n", "properties.inputs.x") == []
+
+
+def _properties_modules():
+    for path in _python_files():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[0] == "properties":
+            yield path, ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_module_of_properties_stands_in_a_room():
+    homeless = sorted(module for _, module in _properties_modules() if room_of(module) is None)
+    assert not homeless, f"not in any room of PROPERTIES_FLOORS: {homeless}"
+
+
+def test_no_room_of_properties_imports_its_own_floor_or_above():
+    offences = [offence for path, module in _properties_modules()
+                for offence in floor_offences(path.read_text(), module + (".__init__" if path.name == "__init__.py"
+                                                                          else ""))]
+    assert not offences, "\n".join(offences)
+
+
+def _readme_rooms():
+    """The rooms the README's Folders table names for properties/: each `name/` or `name.py` of its row."""
+    (row,) = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `properties/` |")]
+    return set(re.findall(r"`([a-z_]+/|[a-z_]+\.py)`", row.split(" | ")[1]))
+
+
+def test_the_readmes_folders_table_names_every_room_of_properties_and_only_those():
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "properties"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split()
+    tree = {name.split("/")[1] + ("/" if name.count("/") > 1 else "") for name in listed} - {"__init__.py"}
+    assert _readme_rooms() == tree

@@ -21,7 +21,7 @@ from properties.engine import casefile, device
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import disagreements
 from properties.engine.implementations import REGISTRY
-from properties.families import batches, families
+from properties.inputs.families import batches, families
 from properties.mutants import catalog, runner
 from properties.mutants import probe as mutant_probe
 from properties.mutants.catalog import CATALOG, EQUIVALENT, STATIC, MutantEditError

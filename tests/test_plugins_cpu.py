@@ -17,7 +17,7 @@ from properties.engine.check import check_case
 from properties.engine.plugins import NotRun
 from properties.replay import main as replay_main
 from properties.soak.__main__ import main as soak_main
-from properties.strategies import GENERATORS
+from properties.inputs.strategies import GENERATORS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_EAGER = os.path.join(REPO, "examples", "plugins", "torch_eager.py")

@@ -16,17 +16,17 @@ from hypothesis import strategies as st
 import oracles.numpy_model as model
 from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K, metadata_size
 from oracles.numpy_model.primitives import LOG2E
+from properties.corpus import draw_cases
 from properties.engine import casefile
 from properties.engine.cases import RoutingCase
-from properties.corpus import draw_cases
+from properties.engine.floats import f32, f32_bits
 from properties.engine.implementations import run_all
+from properties.engine.invariants import metadata_violations
 from properties.engine.poison import METADATA_POISON
-from properties.families import families
-from properties.floats import f32, f32_bits
-from properties.invariants import metadata_violations
-from properties import edge_cases
-from properties.draws import local_ranges
-from properties.strategies import GENERATORS, TESTFLOAT_EXPONENTS, TESTFLOAT_SIGNIFICANDS, any_case
+from properties.inputs import edge_cases
+from properties.inputs.draws import local_ranges
+from properties.inputs.families import families
+from properties.inputs.strategies import GENERATORS, TESTFLOAT_EXPONENTS, TESTFLOAT_SIGNIFICANDS, any_case
 
 DIV_FULL_SCALING_T = 126.0  # 1 + 2^t > 2^126 above it
 EX2_OVERFLOW_T = 128.0  # 2^t overflows from it on
@@ -99,7 +99,7 @@ def _testfloat_row(row):
 
 
 # generator -> predicate(case, c, ids, weights): the one case drawn has the edge case the generator is named for
-# (not properties/edge_cases.py's catalog of names, edge_cases.EDGE_CASES).
+# (not properties/inputs/edge_cases.py's catalog of names, edge_cases.EDGE_CASES).
 CASE_HAS_EDGE_CASE = {
     "tie_within_lane": lambda case, c, ids, w: _tie_in_top(c, same_lane=True),
     "tie_across_lanes": lambda case, c, ids, w: _tie_in_top(c, same_lane=False),
@@ -128,7 +128,7 @@ def test_every_generator_has_an_edge_case_check():
 
 
 def test_generators_and_families_name_their_edge_cases_from_one_catalog():
-    """Every name of properties/edge_cases.py is used, and only those (an unknown name fails at import)."""
+    """Every name of properties/inputs/edge_cases.py is used, and only those (an unknown name fails at import)."""
     assert set(GENERATORS) | {family.name for family in families()} == set(edge_cases.EDGE_CASES)
     with pytest.raises(ValueError, match="ties_at_the_eighth_place"):
         edge_cases.require(["tie_at_eighth_place", "ties_at_the_eighth_place"], "a test")

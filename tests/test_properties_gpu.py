@@ -16,7 +16,7 @@ from properties.engine import casefile
 from properties.engine.check import check_case
 from properties.engine.implementations import REAL, unavailable
 from properties.replay import replay
-from properties.strategies import GENERATORS
+from properties.inputs.strategies import GENERATORS
 
 pytestmark = pytest.mark.gpu
 

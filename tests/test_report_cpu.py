@@ -14,7 +14,7 @@ from kernel.layout import EXPERTS, metadata_field
 from properties import replay
 from properties.engine import casefile
 from properties.engine.compare import disagreements
-from properties.floats import f32_bits
+from properties.engine.floats import f32_bits
 from properties.report import case, index, screenshot, sections, sources
 from properties.report.__main__ import main as report_main
 from properties.view import main as view_main

@@ -21,7 +21,7 @@ from properties.soak.engine import Config, run
 from properties.soak.impls import BatchOutputs, run_model
 from properties.soak.plan import Space, make_batch, make_plan, metadata_stride
 from kernel.layout import metadata_size
-from properties.strategies import DIV_FULL_SCALING_REACH, EX2_OVERFLOW_EDGE, GENERATORS, SATURATED_SCORE_EDGE
+from properties.inputs.strategies import DIV_FULL_SCALING_REACH, EX2_OVERFLOW_EDGE, GENERATORS, SATURATED_SCORE_EDGE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPU = dist.Context(0, 1, torch.device("cpu"), None)

@@ -1,6 +1,6 @@
 """The Triton oracle on the GPU, bit for bit against the NumPy model, and the same under CUDA graph replay.
 
-Inputs: properties/families.py (14 families of fixed-seed adversarial rows). Equality is exact (the engine's
+Inputs: properties/inputs/families.py (14 families of fixed-seed adversarial rows). Equality is exact (the engine's
 bitwise comparison, properties/engine/compare.py): ids equal and weight bit patterns equal.
 """
 
@@ -15,8 +15,8 @@ from oracles.triton_codegen import compile_ptx
 from oracles.triton_routing import fused_musespark1x_routing, launch
 from properties.engine.cases import Outputs
 from properties.engine.compare import describe, disagreements
-from properties.families import batches, families, pooled_rows
-from properties.floats import f32
+from properties.engine.floats import f32
+from properties.inputs.families import batches, families, pooled_rows
 
 pytestmark = pytest.mark.gpu
 

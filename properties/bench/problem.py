@@ -24,8 +24,8 @@ from properties.engine import device
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REGISTRY
+from properties.engine.floats import ulp_distance
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
-from properties.floats import ulp_distance
 
 SEED = 0xBE7C4
 SCALE = 2.5

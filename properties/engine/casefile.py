@@ -40,7 +40,7 @@ from kernel.layout import EXPERTS, TOP_K, metadata_size
 from oracles import provenance
 from properties.engine.cases import FIELDS, Outputs, RoutingCase
 from properties.engine.poison import METADATA_POISON
-from properties.floats import f32, f32_bits
+from properties.engine.floats import f32, f32_bits
 
 FORMAT = "musespark-routing-case/1"
 REPO_ROOT = provenance.REPO_ROOT

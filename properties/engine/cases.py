@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
-from properties.floats import f32_bits
+from properties.engine.floats import f32_bits
 
 FIELDS = ("ids", "weights", "metadata")
 

@@ -47,8 +47,8 @@ from properties.engine.cases import RoutingCase
 from properties.engine.compare import describe as describe_disagreement
 from properties.engine.compare import disagreements
 from properties.engine.implementations import REGISTRY
-from properties.families import batches, families
-from properties.floats import f32
+from properties.engine.floats import f32
+from properties.inputs.families import batches, families
 
 CORPUS_DIR = casefile.CORPORA / "mutants"  # the committed minimal cases
 SAVED_DIR = REPO_ROOT / "reports" / "mutants"  # where a run saves them

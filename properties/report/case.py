@@ -9,9 +9,9 @@ import numpy as np
 import oracles.numpy_model as model
 from kernel.layout import EXPERTS, EXPERTS_PER_LANE, WARP, metadata_field
 from properties.engine.compare import describe, disagreements
+from properties.engine.floats import f32_bits, ulp_distance
 from properties.engine.implementations import REFERENCE, run_all
 from properties.engine.poison import METADATA_POISON
-from properties.floats import f32_bits, ulp_distance
 from properties.report import page, plots
 
 LIVE = " (live)"

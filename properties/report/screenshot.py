@@ -10,9 +10,8 @@ import tempfile
 from pathlib import Path
 
 from properties.tools.args import OneLineParser
+from properties.tools.gate import CHROMIUM_NOT_RUN as NOT_RUN  # a skip's reason the gate accepts as named
 
-# The start of a skip's reason where Chromium is absent (properties/tools/gate.py accepts it as named).
-NOT_RUN = "Chromium not installed"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIMEOUT_S = 120
 

@@ -16,18 +16,18 @@ from kernel.layout import (
 from oracles.numpy_model import route as numpy_route
 from oracles.numpy_model import routing_metadata as numpy_routing_metadata
 from oracles.numpy_model.routing import metadata_rows, route_rows
-from properties.draws import FLT_MAX, RANK_SPLITS, SPECIAL_MAGNITUDES, SPECIAL_SCALES, SPECIAL_TILES
 from properties.engine import casefile
 from properties.engine.buffers import device_of
 from properties.engine.builtins import FAULT_PREFIX
 from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.floats import MAX_SUBNORMAL, PLUS_INF, SIGN
 from properties.engine.implementations import REGISTRY
 from properties.engine.implementations import add as add_plugins
 from properties.engine.plugins import NotRun
 from properties.engine.compare import describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
-from properties.floats import MAX_SUBNORMAL, PLUS_INF, SIGN
-from properties.strategies import (
+from properties.inputs.draws import FLT_MAX, RANK_SPLITS, SPECIAL_MAGNITUDES, SPECIAL_SCALES, SPECIAL_TILES
+from properties.inputs.strategies import (
     DENSITIES,
     DIV_FULL_SCALING_INNER,
     DIV_FULL_SCALING_REACH,

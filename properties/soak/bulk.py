@@ -1,7 +1,7 @@
 """The catalog's edge cases made in bulk on a torch device: ``generate(family, generator, n, b, device)``
 returns logits float32 [n, b, 256] and bias float32 [n, 256] for n problems of b rows.
 
-Each family makes the edge case its namesake strategy in properties/strategies.py makes (same names, same
+Each family makes the edge case its namesake strategy in properties/inputs/strategies.py makes (same names, same
 ranges and densities), drawn with torch from one seeded generator instead of Hypothesis; PLAIN is router-like
 rows with nothing planted. Random bit patterns that would be NaN get their exponent cleared (a subnormal).
 """

@@ -36,7 +36,6 @@ from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.mufu import recheck
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
-from properties.report import screenshot
 from properties.tools import gpu_groups, profiles, progress
 from properties.tools.args import OneLineParser
 
@@ -54,7 +53,8 @@ PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", 
 # marks them), the FlashInfer build where nvcc or the sources are missing, the report's screenshot where Chromium
 # is absent. Any other skip fails the gate.
 GPU_NOT_RUN = "GPU check not run"
-NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN, screenshot.NOT_RUN)
+CHROMIUM_NOT_RUN = "Chromium not installed"  # properties/report/screenshot.py raises it
+NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN, CHROMIUM_NOT_RUN)
 
 
 def named_skip(reason):

@@ -1,5 +1,5 @@
 """First run on a GPU: ``python -m properties.tools.smoke`` from the repository root. Compiles every variant,
-routes the adversarial row families (properties/families.py) in batches of every b through the engine
+routes the adversarial row families (properties/inputs/families.py) in batches of every b through the engine
 (properties/engine/device.py: ids, weights and metadata against the NumPy model, bit for bit), replays a
 CUDA graph and times a launch. Prints the first mismatches; exits 1 on any mismatch, 2 on any argument (it
 takes none) or without a CUDA device."""
@@ -16,7 +16,7 @@ from kernel.layout import EXPERTS, MAX_TOKENS
 from oracles.provenance import cuda_reason
 from properties.engine import device
 from properties.engine.cases import RoutingCase
-from properties.families import batches, families, pooled_rows
+from properties.inputs.families import batches, families, pooled_rows
 from properties.tools.args import OneLineParser
 
 TILES = (1, 3, 8, 64, 256)

@@ -1,5 +1,5 @@
-"""The catalog of edge cases: one name for each, shared by the Hypothesis generators (properties/strategies.py)
-and the fixed adversarial row families (properties/families.py). Each names its edge cases from here, so the
+"""The catalog of edge cases: one name for each, shared by the Hypothesis generators (properties/inputs/strategies.py)
+and the fixed adversarial row families (properties/inputs/families.py). Each names its edge cases from here, so the
 two never drift apart; ``require`` refuses a name the catalog lacks."""
 
 EDGE_CASES = {
@@ -32,5 +32,5 @@ def require(names, where):
     """``names`` unchanged; ValueError naming ``where`` and the first name the catalog lacks."""
     for name in names:
         if name not in EDGE_CASES:
-            raise ValueError(f"{where}: edge case {name!r} is not in properties/edge_cases.py's catalog")
+            raise ValueError(f"{where}: edge case {name!r} is not in properties/inputs/edge_cases.py's catalog")
     return names

@@ -4,8 +4,8 @@ Drawing 2,048 logits one by one costs about 50 µs each and overflows Hypothesis
 case is a background from a seeded NumPy generator (its seed drawn, so it shrinks to 0) with the values that
 matter drawn by Hypothesis on top: the planted ties, the boundary values, the edge-case pools (arrays of
 independent elements, ``fill=st.nothing()``). ``GENERATORS`` maps each edge case's name (from the catalog
-in properties/edge_cases.py) to its strategy.
-Every strategy also draws the parameters (properties/draws.py): b, scale, renormalize and the metadata request.
+in properties/inputs/edge_cases.py) to its strategy.
+Every strategy also draws the parameters (properties/inputs/draws.py): b, scale, renormalize and the metadata request.
 """
 
 import hypothesis.extra.numpy as hnp
@@ -14,7 +14,18 @@ from hypothesis import strategies as st
 
 from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K
 from kernel.layout import WARP as LANES
-from properties.draws import (
+from properties.engine.cases import RoutingCase
+from properties.engine.floats import (
+    MAX_SUBNORMAL,
+    MIN_SUBNORMAL,
+    MINUS_INF,
+    PLUS_INF,
+    SIGN,
+    f32,
+    f32_bits,
+    random_non_nan,
+)
+from properties.inputs.draws import (
     FLT_MAX,
     any_value_bits,
     bound,
@@ -25,9 +36,7 @@ from properties.draws import (
     tiles,
     token_counts,
 )
-from properties.edge_cases import require
-from properties.engine.cases import RoutingCase
-from properties.floats import MAX_SUBNORMAL, MIN_SUBNORMAL, MINUS_INF, PLUS_INF, SIGN, f32, f32_bits, random_non_nan
+from properties.inputs.edge_cases import require
 
 _POOL_MAX = 8
 
@@ -380,7 +389,7 @@ GENERATORS = {
 }
 
 
-require(GENERATORS, "properties/strategies.py")
+require(GENERATORS, "properties/inputs/strategies.py")
 
 
 def any_case():

@@ -1,7 +1,7 @@
 """Deterministic adversarial routing rows shared by the GPU tests, the smoke run and the mutant sweep.
 
 Each family is one bias [256] and a few logits rows [n, 256], chosen so that the routing rules are
-exercised at their edges; each is named for its edge case in properties/edge_cases.py: exact ties within
+exercised at their edges; each is named for its edge case in properties/inputs/edge_cases.py: exact ties within
 and across threads, ties at the 8th/9th place, all 256 equal, +0.0/-0.0, subnormals, -inf bias on most or
 all experts, +-inf logits, sigmoid saturation (g < -88.7), large positive g, random bit patterns without
 NaN, bias dominating the scores.
@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 
 from kernel.layout import EXPERTS, TOP_K
-from properties.edge_cases import require
-from properties.floats import MIN_SUBNORMAL, f32, random_non_nan
+from properties.engine.floats import MIN_SUBNORMAL, f32, random_non_nan
+from properties.inputs.edge_cases import require
 
 INF = np.float32(np.inf)
 
@@ -161,7 +161,7 @@ def typical(rng):
 _BUILDERS = (all_equal, tie_at_eighth_place, tie_across_lanes, signed_zeros, subnormal_values, minus_inf_bias,
              minus_inf_bias_on_all, infinite_logits, negative_saturation, saturated_score, random_bits, bias_dominates,
              near_ties, typical)
-require([build.__name__ for build in _BUILDERS], "properties/families.py")
+require([build.__name__ for build in _BUILDERS], "properties/inputs/families.py")
 
 
 def families():

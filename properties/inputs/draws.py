@@ -5,7 +5,16 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
-from properties.floats import FLT_MAX_BITS, MAX_SUBNORMAL, MIN_NORMAL, MIN_SUBNORMAL, PLUS_INF, SIGN, f32, f32_bits
+from properties.engine.floats import (
+    FLT_MAX_BITS,
+    MAX_SUBNORMAL,
+    MIN_NORMAL,
+    MIN_SUBNORMAL,
+    PLUS_INF,
+    SIGN,
+    f32,
+    f32_bits,
+)
 
 FLT_MAX = float(f32(FLT_MAX_BITS))
 SPECIAL_TILES = (1, 2, 3, 4, 7, 8, 9, 16, 31, 32, 64, 127, 128, 255, 256)
