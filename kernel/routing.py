@@ -5,8 +5,11 @@ experts of each row by c (the lowest index among equal values, -0.0 == +0.0), we
 scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or scaled as s_k * scale. Every
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
-One CTA of 256 threads; warp w routes token row w, lane l holds experts 8l .. 8l+7. The launch uses
-programmatic dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the logits after.
+One CTA of 8 working warps and a trigger warp; warp w < 8 routes token row w, lane l holds experts 8l .. 8l+7.
+The launch uses programmatic dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the
+logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that counts (PTX ISA), so the
+trigger warp, which writes nothing, lets the next grid launch at once; that grid's own wait still waits for this
+one to complete.
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
@@ -56,14 +59,16 @@ from kernel.primitives import (
 __all__ = [
     "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "MAX_TILE",
     "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
-    "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "route", "compile_routing", "compiled_routing",
-    "prepare", "compile_artifacts",
+    "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
+    "compile_variant", "compiled_routing", "prepare", "compile_artifacts",
 ]
 
-WARPS = MAX_TOKENS
+WARPS = MAX_TOKENS  # the working warps; one more, the trigger warp, only launches the dependents
 THREADS = WARPS * WARP
+BLOCK_THREADS = THREADS + WARP
 # Thread e < num_local_experts builds local expert e's metadata.
 assert THREADS == EXPERTS
+WORKING_BARRIER = 1  # a named barrier of the THREADS working threads (the trigger warp has left)
 
 # Float constants as Triton prints them (hardware facts, section 1).
 ZERO = Imm(0x00000000)
@@ -93,6 +98,11 @@ CTA_COUNT_BITS = 4  # an expert's CTA count (0..8) as bit planes of a warp's bal
 def _select(cond, if_true, if_false):
     """``cond ? if_true : if_false`` (one selp), typed like ``if_false``."""
     return type(if_false)(cutlass.select_(cond, if_true, if_false))
+
+
+def _sync_working_threads():
+    """A barrier of the working warps (a named one: the trigger warp has left)."""
+    cute.arch.barrier(barrier_id=WORKING_BARRIER, number_of_threads=THREADS)
 
 
 def _sigmoid(x):
@@ -224,14 +234,14 @@ class _Routing:
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
                      mWeights: cute.Tensor, scale: Float32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, None, None, None, None, None).launch(
-            grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream, use_pdl=True)
+            grid=[1, 1, 1], block=[BLOCK_THREADS, 1, 1], stream=stream, use_pdl=True)
 
     @cute.jit
     def launch_metadata(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
                         mWeights: cute.Tensor, scale: Float32, mMeta: cute.Tensor, local_offset: Int32,
                         num_local: Int32, tile_n: Int32, cta_table: Int32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, mMeta, local_offset, num_local, tile_n,
-                    cta_table).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream, use_pdl=True)
+                    cta_table).launch(grid=[1, 1, 1], block=[BLOCK_THREADS, 1, 1], stream=stream, use_pdl=True)
 
     @cute.kernel
     def kernel(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor, mWeights: cute.Tensor,
@@ -244,7 +254,7 @@ class _Routing:
         smem = SmemAllocator()
         sScores = smem.allocate_tensor(Float32, cute.make_layout(WARPS * EXPERTS), byte_alignment=16)
         if const_expr(not self.metadata):
-            # Warps past the last row leave at once: no branch follows the wait.
+            # Warps past the last row, the trigger warp among them, leave at once: no branch follows the wait.
             if warp < rows:
                 bias = _load_lane(bias_address)
                 cute.arch.griddepcontrol_wait()
@@ -253,33 +263,35 @@ class _Routing:
             sRoutes = smem.allocate_tensor(Int32, cute.make_layout(EXPERTS), byte_alignment=16)
             sWarpCtas = smem.allocate_tensor(Int32, cute.make_layout(WARPS), byte_alignment=16)
             sUsed = smem.allocate_tensor(Int32, cute.make_layout(WARPS), byte_alignment=16)
-            sRoutes[tid] = Int32(0)
-            if tid < WARPS:
-                sUsed[tid] = Int32(0)
-            bias = _load_lane(bias_address)
-            # Every route word is zero before any is set: a barrier, before the wait.
-            cute.arch.sync_threads()
-            # Every thread writes global memory, so every thread waits for the preceding grid.
-            cute.arch.griddepcontrol_wait()
-            # The picks' score addresses live across the barrier: the routing warps compute their weights
-            # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
-            addresses = [sScores.iterator.toint()] * TOP_K
-            address = sScores.iterator.toint()
-            if warp < rows:
-                expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
-                if lane < TOP_K:
-                    # -1 unless the route's expert is local (its thread rewrites it after the barrier).
-                    mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
-                    local = expert - local_offset
-                    if local >= 0 and local < num_local:
-                        cute.arch.atomic_or((sRoutes.iterator + local), (TOKEN_FLAG | lane) << (NIBBLE * warp),
-                                            scope="cta")
-                        cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
-                                            scope="cta")
-            cute.arch.sync_threads()
-            if warp < rows:
-                _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
-            self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
+            # The trigger warp skips the work (and every barrier of it).
+            if warp < WARPS:
+                sRoutes[tid] = Int32(0)
+                if tid < WARPS:
+                    sUsed[tid] = Int32(0)
+                bias = _load_lane(bias_address)
+                # Every route word is zero before any is set: a barrier, before the wait.
+                _sync_working_threads()
+                # Every working thread writes global memory: each waits for the preceding grid.
+                cute.arch.griddepcontrol_wait()
+                # The picks' score addresses live across the barrier: the routing warps compute their weights
+                # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
+                addresses = [sScores.iterator.toint()] * TOP_K
+                address = sScores.iterator.toint()
+                if warp < rows:
+                    expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
+                    if lane < TOP_K:
+                        # -1 unless the route's expert is local (its thread rewrites it after the barrier).
+                        mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
+                        local = expert - local_offset
+                        if local >= 0 and local < num_local:
+                            cute.arch.atomic_or((sRoutes.iterator + local),
+                                                (TOKEN_FLAG | lane) << (NIBBLE * warp), scope="cta")
+                            cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
+                                                scope="cta")
+                _sync_working_threads()
+                if warp < rows:
+                    _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
+                self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
@@ -314,7 +326,7 @@ class _Routing:
                 warp_total = warp_total + (Int32(cute.arch.popc(plane)) << b)
             if e % WARP == 0:
                 sWarpCtas[warp] = warp_total
-            cute.arch.sync_threads()
+            _sync_working_threads()
             for w in cutlass.range_constexpr(WARPS):
                 earlier = earlier + _select(w < warp, sWarpCtas[w], Int32(0))
                 total = total + sWarpCtas[w]
@@ -369,6 +381,11 @@ def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
     16-byte aligned logits, bias and metadata. Its arguments are the torch tensors (and numbers) of
     ``route``; it runs on the current stream of the logits' device."""
+    return compile_variant(_Routing(metadata, renormalize), options)
+
+
+def compile_variant(variant, options: str = ""):
+    """``compile_routing`` of a ``_Routing`` object (or of a subclass: the benchmark's phase breakdown)."""
     _refuse_during_capture()
     rows = cute.sym_int()
     args = [
@@ -379,8 +396,7 @@ def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
         make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=WORD_BYTES),
         Float32(1.0),
     ]
-    variant = _Routing(metadata, renormalize)
-    if metadata:
+    if variant.metadata:
         args += [make_fake_tensor(Int32, (cute.sym_int(),), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
                  Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
         launcher = variant.launch_metadata
