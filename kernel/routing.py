@@ -5,11 +5,12 @@ experts of each row by c (the lowest index among equal values, -0.0 == +0.0), we
 scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or scaled as s_k * scale. Every
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
-One CTA of 8 working warps and a trigger warp; warp w < 8 routes token row w, lane l holds experts 8l .. 8l+7.
-The launch uses programmatic dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the
-logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that counts (PTX ISA), so the
-trigger warp, which writes nothing, lets the next grid launch at once; that grid's own wait still waits for this
-one to complete.
+One CTA of 256 threads (with metadata) or 288 (without); warp w < 8 routes token row w, lane l holds experts
+8l .. 8l+7. The launch uses programmatic dependent launch: the bias (a weight) is read before
+``griddepcontrol.wait``, the logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that
+counts (PTX ISA), so without metadata a ninth warp, which writes nothing, lets the next grid launch at once, even
+at b = 8 (that grid's own wait still waits for this one to complete); with metadata every warp writes, and a
+trigger warp there measured no faster (properties/results/README.md, the breakdown).
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
@@ -63,12 +64,11 @@ __all__ = [
     "compile_variant", "compiled_routing", "prepare", "compile_artifacts",
 ]
 
-WARPS = MAX_TOKENS  # the working warps; one more, the trigger warp, only launches the dependents
+WARPS = MAX_TOKENS
 THREADS = WARPS * WARP
-BLOCK_THREADS = THREADS + WARP
+BLOCK_THREADS = THREADS + WARP  # without metadata: warp WARPS only launches the dependents
 # Thread e < num_local_experts builds local expert e's metadata.
 assert THREADS == EXPERTS
-WORKING_BARRIER = 1  # a named barrier of the THREADS working threads (the trigger warp has left)
 
 # Float constants as Triton prints them (hardware facts, section 1).
 ZERO = Imm(0x00000000)
@@ -98,11 +98,6 @@ CTA_COUNT_BITS = 4  # an expert's CTA count (0..8) as bit planes of a warp's bal
 def _select(cond, if_true, if_false):
     """``cond ? if_true : if_false`` (one selp), typed like ``if_false``."""
     return type(if_false)(cutlass.select_(cond, if_true, if_false))
-
-
-def _sync_working_threads():
-    """A barrier of the working warps (a named one: the trigger warp has left)."""
-    cute.arch.barrier(barrier_id=WORKING_BARRIER, number_of_threads=THREADS)
 
 
 def _sigmoid(x):
@@ -241,7 +236,7 @@ class _Routing:
                         mWeights: cute.Tensor, scale: Float32, mMeta: cute.Tensor, local_offset: Int32,
                         num_local: Int32, tile_n: Int32, cta_table: Int32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, mMeta, local_offset, num_local, tile_n,
-                    cta_table).launch(grid=[1, 1, 1], block=[BLOCK_THREADS, 1, 1], stream=stream, use_pdl=True)
+                    cta_table).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream, use_pdl=True)
 
     @cute.kernel
     def kernel(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor, mWeights: cute.Tensor,
@@ -263,35 +258,33 @@ class _Routing:
             sRoutes = smem.allocate_tensor(Int32, cute.make_layout(EXPERTS), byte_alignment=16)
             sWarpCtas = smem.allocate_tensor(Int32, cute.make_layout(WARPS), byte_alignment=16)
             sUsed = smem.allocate_tensor(Int32, cute.make_layout(WARPS), byte_alignment=16)
-            # The trigger warp skips the work (and every barrier of it).
-            if warp < WARPS:
-                sRoutes[tid] = Int32(0)
-                if tid < WARPS:
-                    sUsed[tid] = Int32(0)
-                bias = _load_lane(bias_address)
-                # Every route word is zero before any is set: a barrier, before the wait.
-                _sync_working_threads()
-                # Every working thread writes global memory: each waits for the preceding grid.
-                cute.arch.griddepcontrol_wait()
-                # The picks' score addresses live across the barrier: the routing warps compute their weights
-                # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
-                addresses = [sScores.iterator.toint()] * TOP_K
-                address = sScores.iterator.toint()
-                if warp < rows:
-                    expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
-                    if lane < TOP_K:
-                        # -1 unless the route's expert is local (its thread rewrites it after the barrier).
-                        mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
-                        local = expert - local_offset
-                        if local >= 0 and local < num_local:
-                            cute.arch.atomic_or((sRoutes.iterator + local),
-                                                (TOKEN_FLAG | lane) << (NIBBLE * warp), scope="cta")
-                            cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
-                                                scope="cta")
-                _sync_working_threads()
-                if warp < rows:
-                    _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
-                self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
+            sRoutes[tid] = Int32(0)
+            if tid < WARPS:
+                sUsed[tid] = Int32(0)
+            bias = _load_lane(bias_address)
+            # Every route word is zero before any is set: a barrier, before the wait.
+            cute.arch.sync_threads()
+            # Every thread writes global memory, so every thread waits for the preceding grid.
+            cute.arch.griddepcontrol_wait()
+            # The picks' score addresses live across the barrier: the routing warps compute their weights
+            # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
+            addresses = [sScores.iterator.toint()] * TOP_K
+            address = sScores.iterator.toint()
+            if warp < rows:
+                expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
+                if lane < TOP_K:
+                    # -1 unless the route's expert is local (its thread rewrites it after the barrier).
+                    mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
+                    local = expert - local_offset
+                    if local >= 0 and local < num_local:
+                        cute.arch.atomic_or((sRoutes.iterator + local), (TOKEN_FLAG | lane) << (NIBBLE * warp),
+                                            scope="cta")
+                        cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
+                                            scope="cta")
+            cute.arch.sync_threads()
+            if warp < rows:
+                _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
+            self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
@@ -326,7 +319,7 @@ class _Routing:
                 warp_total = warp_total + (Int32(cute.arch.popc(plane)) << b)
             if e % WARP == 0:
                 sWarpCtas[warp] = warp_total
-            _sync_working_threads()
+            cute.arch.sync_threads()
             for w in cutlass.range_constexpr(WARPS):
                 earlier = earlier + _select(w < warp, sWarpCtas[w], Int32(0))
                 total = total + sWarpCtas[w]

@@ -1,6 +1,6 @@
 """Where the routing kernel's time goes: stage kernels, each the kernel cut after one phase, timed per launch
-as the benchmark times the kernel (a CUDA graph of back-to-back PDL launches), beside the kernel itself with and
-without its trigger warp.
+as the benchmark times the kernel (a CUDA graph of back-to-back PDL launches), beside the kernel without
+metadata with and without its trigger warp.
 
     python -m properties.bench.breakdown --out FILE [--bs 1 8 ...]   # a record with provenance (needs a GPU)
     python -m properties.bench.breakdown --table FILE                 # its README table (no GPU)
@@ -44,8 +44,6 @@ STAGES = (
                      "the wait, the route rows' -1, shared atomics, a barrier, the weights; no expert metadata"),
     ("no padding", True, "+ every expert's CTAs, permuted rows and route rows, without the padding rows"),
     ("cute_meta", True, "+ the padding rows: the kernel with metadata"),
-    ("cute_meta, no trigger warp", True, "the kernel with metadata, 8 warps: the CTA triggers its dependents "
-                                         "when its first warp ends"),
 )
 STAGE_NAMES = tuple(name for name, _, _ in STAGES)
 
@@ -56,7 +54,7 @@ class _Stage(routing._Routing):
     def __init__(self, name, metadata):
         super().__init__(metadata, True)
         self.name = name
-        self.block = routing.THREADS if name.endswith("no trigger warp") else routing.BLOCK_THREADS
+        self.block = routing.THREADS if metadata or name.endswith("no trigger warp") else routing.BLOCK_THREADS
 
     @cute.jit
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,

@@ -114,9 +114,8 @@ CATALOG = (
             (R, "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)",
              "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(0)")),
     _mutant("local_range_inclusive", "the expert just past the local range counted as local in the route rows",
-            (DIFFERENTIAL,),
-            (R, "if local >= 0 and local < num_local:\n                            cute.arch.atomic_or",
-             "if local >= 0 and local <= num_local:\n                            cute.arch.atomic_or")),
+            (DIFFERENTIAL,), (R, "if local >= 0 and local < num_local:\n                        cute.arch.atomic_or",
+                              "if local >= 0 and local <= num_local:\n                        cute.arch.atomic_or")),
     _mutant("route_rows_off_by_one", "one route row past the last token's written (-1 past the routes)",
             (DIFFERENTIAL,), (R, "if lane < TOP_K:", "if lane <= TOP_K:")),
     # ---- programmatic dependent launch
@@ -128,13 +127,13 @@ CATALOG = (
              "_route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, self.renormalize)\n"
              "                cute.arch.griddepcontrol_wait()\n")),
     _mutant("bias_after_wait", "with metadata the bias is loaded after griddepcontrol.wait", (STATIC,),
-            (R, "                bias = _load_lane(bias_address)\n"
-                "                # Every route word is zero before any is set: a barrier, before the wait.\n"
-                "                _sync_working_threads()\n"
-                "                # Every working thread writes global memory: each waits for the preceding grid.\n"
-                "                cute.arch.griddepcontrol_wait()\n",
-             "                _sync_working_threads()\n                cute.arch.griddepcontrol_wait()\n"
-             "                bias = _load_lane(bias_address)\n")),
+            (R, "            bias = _load_lane(bias_address)\n"
+                "            # Every route word is zero before any is set: a barrier, before the wait.\n"
+                "            cute.arch.sync_threads()\n"
+                "            # Every thread writes global memory, so every thread waits for the preceding grid.\n"
+                "            cute.arch.griddepcontrol_wait()\n",
+             "            cute.arch.sync_threads()\n            cute.arch.griddepcontrol_wait()\n"
+             "            bias = _load_lane(bias_address)\n")),
     _mutant("branch_after_wait", "without metadata, warps past the last row leave after the wait (a branch)",
             (STATIC,), (R, "            if warp < rows:\n                bias = _load_lane(bias_address)\n"
                            "                cute.arch.griddepcontrol_wait()\n",
