@@ -23,6 +23,7 @@ from cutlass.memory import SmemAllocator
 
 from kernel import contract, routing
 from kernel.layout import EXPERTS, MAX_TOKENS, TOP_K, metadata_size
+from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
 from properties.bench.report import summarize
 from properties.bench.timing import capture, error_line, time_graph
@@ -131,8 +132,6 @@ def _launches(b):
 
 
 def run(args):
-    from properties.bench.cli import provenance
-
     if not torch.cuda.is_available():
         print("properties.bench.breakdown: no CUDA device (--table needs none)", file=sys.stderr)
         return 2
@@ -165,8 +164,8 @@ def run(args):
 
 
 def table(record):
-    """The README table of a breakdown record: each stage's median per b, and what it adds to the stage
-    before it."""
+    """The README table of a breakdown record: each stage's median per b, and what it adds to the last stage
+    before it that is not a "no trigger warp" sibling."""
     bs = record["config"]["bs"]
     prov = record["provenance"]
     lines = [f"Measured on {prov['gpu']}, driver {prov['driver']}, commit {prov['commit']}, {prov['date']}; median "
@@ -187,7 +186,8 @@ def table(record):
             before = record["graph"].get(previous, {}).get(str(b), {}).get("median_us")
             cells.append(f"{here:.2f}" + (f" ({here - before:+.2f})" if before is not None else ""))
         lines.append(f"| {name} | {record['stages'][name]} | " + " | ".join(cells) + " |")
-        previous = None if name.endswith("no trigger warp") else name
+        if not name.endswith("no trigger warp"):  # a sibling of the stage above it, not a step
+            previous = name
     return "\n".join(lines) + "\n"
 
 
@@ -200,13 +200,19 @@ def parse_args(argv):
     parser.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
     parser.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.record = None
+    if args.table:
+        args.record = types.read_json_object(args.table)
+        if args.record.get("schema") != SCHEMA:
+            parser.error(f"argument --table: {args.table}: not a breakdown record (schema {SCHEMA!r})")
+    return args
 
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.table:
-        print(table(types.read_json_object(args.table)), end="")
+    if args.record is not None:
+        print(table(args.record), end="")
         return 0
     return run(args)
 
