@@ -5,8 +5,12 @@ experts of each row by c (the lowest index among equal values, -0.0 == +0.0), we
 scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or scaled as s_k * scale. Every
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
-One CTA of 256 threads; warp w routes token row w, lane l holds experts 8l .. 8l+7. The launch uses
-programmatic dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the logits after.
+One CTA of 256 threads (with metadata) or 288 (without); warp w < 8 routes token row w, lane l holds experts
+8l .. 8l+7. The launch uses programmatic dependent launch: the bias (a weight) is read before
+``griddepcontrol.wait``, the logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that
+counts (PTX ISA), so without metadata a ninth warp, which writes nothing, lets the next grid launch at once, even
+at b = 8 (that grid's own wait still waits for this one to complete); with metadata every warp writes, and a
+trigger warp there measured no faster (properties/results/README.md, the breakdown).
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
@@ -56,12 +60,13 @@ from kernel.primitives import (
 __all__ = [
     "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "MAX_TILE",
     "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
-    "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "route", "compile_routing", "compiled_routing",
-    "prepare", "compile_artifacts",
+    "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
+    "compile_variant", "compiled_routing", "prepare", "compile_artifacts",
 ]
 
 WARPS = MAX_TOKENS
 THREADS = WARPS * WARP
+BLOCK_THREADS = THREADS + WARP  # without metadata: warp WARPS only launches the dependents
 # Thread e < num_local_experts builds local expert e's metadata.
 assert THREADS == EXPERTS
 
@@ -224,7 +229,7 @@ class _Routing:
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
                      mWeights: cute.Tensor, scale: Float32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, None, None, None, None, None).launch(
-            grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream, use_pdl=True)
+            grid=[1, 1, 1], block=[BLOCK_THREADS, 1, 1], stream=stream, use_pdl=True)
 
     @cute.jit
     def launch_metadata(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
@@ -244,7 +249,7 @@ class _Routing:
         smem = SmemAllocator()
         sScores = smem.allocate_tensor(Float32, cute.make_layout(WARPS * EXPERTS), byte_alignment=16)
         if const_expr(not self.metadata):
-            # Warps past the last row leave at once: no branch follows the wait.
+            # Warps past the last row, the trigger warp among them, leave at once: no branch follows the wait.
             if warp < rows:
                 bias = _load_lane(bias_address)
                 cute.arch.griddepcontrol_wait()
@@ -322,22 +327,45 @@ class _Routing:
             mMeta[META_PADDED_TOKENS] = total * tile_n
             mMeta[META_NUM_CTAS] = total
         if count > 0:
+            # Every loop unrolled to its bound (an expert has at most MAX_TOKENS tokens, so at most MAX_TOKENS
+            # CTAs): no loop counter or exit branch on the path (the breakdown's per-expert phase).
             first = earlier + scan
             first_row = first * tile_n
-            for c in cutlass.range(ctas):
-                cta = first + c
-                mMeta[META_CTA_BATCH + cta] = e
-                mMeta[META_CTA_LIMIT + cta] = cutlass.min((cta + 1) * tile_n, first_row + count)
+            for c in cutlass.range_constexpr(MAX_TOKENS):
+                if c < ctas:
+                    cta = first + c
+                    mMeta[META_CTA_BATCH + cta] = e
+                    mMeta[META_CTA_LIMIT + cta] = cutlass.min((cta + 1) * tile_n, first_row + count)
+            # The expert's rows: its tokens in order, then -1 (rows[i] for i < MAX_TOKENS).
+            rows = []
             rest = tokens
-            for i in cutlass.range(count):
+            for i in cutlass.range_constexpr(MAX_TOKENS):
                 flag = Int32(cute.arch.bfind(rest & (Uint32(0) - rest)))
                 token = flag >> NIBBLE_SHIFT
-                pick = (word >> (flag - (NIBBLE - 1))) & (TOP_K - 1)
-                mMeta[META_PERMUTED_TO_TOKEN + first_row + i] = token
-                mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + i
+                if i < count:
+                    pick = (word >> (flag - (NIBBLE - 1))) & (TOP_K - 1)
+                    mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + i
+                rows.append(_select(i < count, token, Int32(PADDING)))
                 rest = rest & (rest - 1)
-            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,
-                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)
+            self.write_rows(mMeta, rows, META_PERMUTED_TO_TOKEN + first_row,
+                            META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n, tile_n)
+
+    @cute.jit
+    def write_rows(self, mMeta: cute.Tensor, rows, start: Int32, end: Int32, tile_n: Int32):
+        """An expert's permuted rows mMeta[start:end]: ``rows`` (MAX_TOKENS values), then -1. When the tile
+        is a multiple of 4 rows, start and end are 16-byte aligned and the first rows go as 16-byte stores."""
+        head_end = cutlass.min(start + MAX_TOKENS, end)
+        if tile_n % VECTOR_WORDS == 0:
+            base = mMeta.iterator.toint()
+            for v in cutlass.range_constexpr(MAX_TOKENS // VECTOR_WORDS):
+                if start + v * VECTOR_WORDS < head_end:
+                    st_global_v4_b32(base + Int64(start + v * VECTOR_WORDS) * WORD_BYTES,
+                                     rows[v * VECTOR_WORDS:(v + 1) * VECTOR_WORDS])
+        else:
+            for i in cutlass.range_constexpr(MAX_TOKENS):
+                if start + i < head_end:
+                    mMeta[start + i] = rows[i]
+        self.write_padding(mMeta, head_end, end)
 
     @cute.jit
     def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
@@ -350,7 +378,7 @@ class _Routing:
                 mMeta[start + d] = Int32(PADDING)
         base = mMeta.iterator.toint()
         for i in cutlass.range(body_start, body_end, VECTOR_WORDS):
-            st_global_v4_b32(base + Int64(i) * WORD_BYTES, Int32(PADDING))
+            st_global_v4_b32(base + Int64(i) * WORD_BYTES, (Int32(PADDING),) * VECTOR_WORDS)
         for d in cutlass.range_constexpr(VECTOR_WORDS - 1):
             if body_end + d < end:
                 mMeta[body_end + d] = Int32(PADDING)
@@ -369,6 +397,11 @@ def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
     16-byte aligned logits, bias and metadata. Its arguments are the torch tensors (and numbers) of
     ``route``; it runs on the current stream of the logits' device."""
+    return compile_variant(_Routing(metadata, renormalize), options)
+
+
+def compile_variant(variant, options: str = ""):
+    """``compile_routing`` of a ``_Routing`` object (or of a subclass: the benchmark's phase breakdown)."""
     _refuse_during_capture()
     rows = cute.sym_int()
     args = [
@@ -379,8 +412,7 @@ def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
         make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=WORD_BYTES),
         Float32(1.0),
     ]
-    variant = _Routing(metadata, renormalize)
-    if metadata:
+    if variant.metadata:
         args += [make_fake_tensor(Int32, (cute.sym_int(),), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
                  Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
         launcher = variant.launch_metadata

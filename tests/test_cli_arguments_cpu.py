@@ -29,6 +29,7 @@ MAIN = {
     "properties.soak": "properties.soak.__main__:main",
     "properties.soak.table": "properties.soak.table:main",
     "properties.bench": "properties.bench.cli:main",
+    "properties.bench.breakdown": "properties.bench.breakdown:main",
     "properties.mutants": "properties.mutants.__main__:main",
     "properties.mutants.harness_run": "properties.mutants.harness_run:main",
     "properties.corpus": "properties.corpus:main",
@@ -116,6 +117,14 @@ ROWS = [
     ("properties.bench", ["--time-verify", "--out", "{F}/folder"], "--out"),
     ("properties.bench", ["--verify-record", "{F}/object.json"], "--verify-record"),
     ("properties.bench", ["--verify-record", "{F}/missing.json"], "--verify-record"),
+    # ---- the phase breakdown
+    ("properties.bench.breakdown", ["--table", "{F}/missing.json"], "--table", PROCESS),
+    ("properties.bench.breakdown", ["--table", "{F}/object.json"], "--table"),
+    ("properties.bench.breakdown", ["--table", "{F}/list.json"], "--table"),
+    ("properties.bench.breakdown", [], "--out"),
+    ("properties.bench.breakdown", ["--out", "{F}/folder"], "--out"),
+    ("properties.bench.breakdown", ["--out", "{F}/b.json", "--bs", "9"], "--bs"),
+    ("properties.bench.breakdown", ["--out", "{F}/b.json", "--iterations", "0"], "--iterations"),
     # ---- the kernel mutants
     ("properties.mutants", ["--tier", "fpga"], "--tier"),
     ("properties.mutants", ["--only", "no_such_mutant"], "--only"),
