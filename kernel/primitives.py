@@ -92,10 +92,10 @@ def ld_global_v4_f32(address: Int64, *, loc=None, ip=None) -> tuple:
 
 
 @dsl_user_op
-def st_global_v4_b32(address: Int64, values, *, loc=None, ip=None) -> None:
-    """``st.global.v4.b32``: four 32-bit ``values`` into consecutive words at a 16-byte aligned global address."""
-    operands = [Int64(address).ir_value(loc=loc, ip=ip)] + [Int32(v).ir_value(loc=loc, ip=ip) for v in values]
-    llvm.inline_asm(None, operands, "st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r,~{memory}",
+def st_global_v4_b32(address: Int64, value: Int32, *, loc=None, ip=None) -> None:
+    """``st.global.v4.b32``: ``value`` into four consecutive words at a 16-byte aligned global address."""
+    llvm.inline_asm(None, [Int64(address).ir_value(loc=loc, ip=ip), Int32(value).ir_value(loc=loc, ip=ip)],
+                    "st.global.v4.b32 [$0], {$1, $1, $1, $1};", "l,r,~{memory}",
                     has_side_effects=True, is_align_stack=False,
                     asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
 

@@ -327,45 +327,22 @@ class _Routing:
             mMeta[META_PADDED_TOKENS] = total * tile_n
             mMeta[META_NUM_CTAS] = total
         if count > 0:
-            # Every loop unrolled to its bound (an expert has at most MAX_TOKENS tokens, so at most MAX_TOKENS
-            # CTAs): no loop counter or exit branch on the path (the breakdown's per-expert phase).
             first = earlier + scan
             first_row = first * tile_n
-            for c in cutlass.range_constexpr(MAX_TOKENS):
-                if c < ctas:
-                    cta = first + c
-                    mMeta[META_CTA_BATCH + cta] = e
-                    mMeta[META_CTA_LIMIT + cta] = cutlass.min((cta + 1) * tile_n, first_row + count)
-            # The expert's rows: its tokens in order, then -1 (rows[i] for i < MAX_TOKENS).
-            rows = []
+            for c in cutlass.range(ctas):
+                cta = first + c
+                mMeta[META_CTA_BATCH + cta] = e
+                mMeta[META_CTA_LIMIT + cta] = cutlass.min((cta + 1) * tile_n, first_row + count)
             rest = tokens
-            for i in cutlass.range_constexpr(MAX_TOKENS):
+            for i in cutlass.range(count):
                 flag = Int32(cute.arch.bfind(rest & (Uint32(0) - rest)))
                 token = flag >> NIBBLE_SHIFT
-                if i < count:
-                    pick = (word >> (flag - (NIBBLE - 1))) & (TOP_K - 1)
-                    mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + i
-                rows.append(_select(i < count, token, Int32(PADDING)))
+                pick = (word >> (flag - (NIBBLE - 1))) & (TOP_K - 1)
+                mMeta[META_PERMUTED_TO_TOKEN + first_row + i] = token
+                mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + i
                 rest = rest & (rest - 1)
-            self.write_rows(mMeta, rows, META_PERMUTED_TO_TOKEN + first_row,
-                            META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n, tile_n)
-
-    @cute.jit
-    def write_rows(self, mMeta: cute.Tensor, rows, start: Int32, end: Int32, tile_n: Int32):
-        """An expert's permuted rows mMeta[start:end]: ``rows`` (MAX_TOKENS values), then -1. When the tile
-        is a multiple of 4 rows, start and end are 16-byte aligned and the first rows go as 16-byte stores."""
-        head_end = cutlass.min(start + MAX_TOKENS, end)
-        if tile_n % VECTOR_WORDS == 0:
-            base = mMeta.iterator.toint()
-            for v in cutlass.range_constexpr(MAX_TOKENS // VECTOR_WORDS):
-                if start + v * VECTOR_WORDS < head_end:
-                    st_global_v4_b32(base + Int64(start + v * VECTOR_WORDS) * WORD_BYTES,
-                                     rows[v * VECTOR_WORDS:(v + 1) * VECTOR_WORDS])
-        else:
-            for i in cutlass.range_constexpr(MAX_TOKENS):
-                if start + i < head_end:
-                    mMeta[start + i] = rows[i]
-        self.write_padding(mMeta, head_end, end)
+            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,
+                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)
 
     @cute.jit
     def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
@@ -378,7 +355,7 @@ class _Routing:
                 mMeta[start + d] = Int32(PADDING)
         base = mMeta.iterator.toint()
         for i in cutlass.range(body_start, body_end, VECTOR_WORDS):
-            st_global_v4_b32(base + Int64(i) * WORD_BYTES, (Int32(PADDING),) * VECTOR_WORDS)
+            st_global_v4_b32(base + Int64(i) * WORD_BYTES, Int32(PADDING))
         for d in cutlass.range_constexpr(VECTOR_WORDS - 1):
             if body_end + d < end:
                 mMeta[body_end + d] = Int32(PADDING)

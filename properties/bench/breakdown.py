@@ -43,9 +43,8 @@ STAGES = (
                                      "dependents when its first warp ends"),
     ("routes", True, "the kernel with metadata up to the route words: zeroed route words and a barrier before "
                      "the wait, the route rows' -1, shared atomics, a barrier, the weights; no expert metadata"),
-    ("no permuted rows", True, "+ every expert's CTAs and route rows, without its permuted rows (tokens, "
-                               "padding)"),
-    ("cute_meta", True, "+ the permuted rows: the kernel with metadata"),
+    ("no padding", True, "+ every expert's CTAs, permuted rows and route rows, without the padding rows"),
+    ("cute_meta", True, "+ the padding rows: the kernel with metadata"),
 )
 STAGE_NAMES = tuple(name for name, _, _ in STAGES)
 
@@ -115,9 +114,9 @@ class _Stage(routing._Routing):
             routing._Routing.write_expert_metadata(self, mMeta, sRoutes, sWarpCtas, sUsed, e, warp, tile_n, cta_table)
 
     @cute.jit
-    def write_rows(self, mMeta: cute.Tensor, rows, start: Int32, end: Int32, tile_n: Int32):
-        if const_expr(self.name != "no permuted rows"):
-            routing._Routing.write_rows(self, mMeta, rows, start, end, tile_n)
+    def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
+        if const_expr(self.name != "no padding"):
+            routing._Routing.write_padding(self, mMeta, start, end)
 
 
 def _launches(b):

@@ -107,11 +107,9 @@ CATALOG = (
     _mutant("cta_limit_off_by_one", "a CTA's row limit one past its expert's last row", (DIFFERENTIAL,),
             (R, "cutlass.min((cta + 1) * tile_n, first_row + count)",
              "cutlass.min((cta + 1) * tile_n, first_row + count + 1)")),
-    _mutant("padding_unwritten", "the padding rows of each expert's last CTA not -1 (0 among the expert's first "
-            "8 rows, unwritten past them)", (DIFFERENTIAL,),
-            (R, "rows.append(_select(i < count, token, Int32(PADDING)))",
-             "rows.append(_select(i < count, token, Int32(0)))"),
-            (R, "        self.write_padding(mMeta, head_end, end)\n", "")),
+    _mutant("padding_unwritten", "the padding rows of each expert's last CTA left unwritten (not -1)", (DIFFERENTIAL,),
+            (R, "            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
+                "                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)\n", "")),
     _mutant("foreign_route_zero", "a route to another rank's expert mapped to row 0 instead of -1", (DIFFERENTIAL,),
             (R, "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)",
              "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(0)")),
