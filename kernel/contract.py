@@ -111,9 +111,9 @@ def _check_metadata(metadata, local_expert_offset, num_local_experts, tile_n):
         _fail("metadata", "must be a 1-D torch.Tensor")
     _check_tensor("metadata", metadata, torch.int32, tuple(metadata.shape))
     _check_contiguous("metadata", metadata, TENSOR_ALIGN)
-    if metadata.numel() < metadata_size(tile_n):
-        _fail("metadata", f"must hold at least metadata_size({tile_n}) = {metadata_size(tile_n)} elements, "
-                          f"got {metadata.numel()}")
+    size = metadata_size(int(tile_n))  # a NumPy int is an int here too: layout's takes Python ints only
+    if metadata.numel() < size:
+        _fail("metadata", f"must hold at least metadata_size({tile_n}) = {size} elements, got {metadata.numel()}")
 
 
 def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
