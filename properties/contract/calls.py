@@ -116,16 +116,23 @@ def arena_bytes(call):
     return max([p.end() for p in call.placed().values()] + [0]) + ARENA_SLACK
 
 
-def make(call, device, seed=0):
-    """The Call's tensors on ``device`` (``on_cpu`` ones on the CPU) over arenas of standard normal float32
-    values (from ``seed``), then every contiguous output of its own dtype poisoned (the others make the call
-    invalid: the arenas' bytes are what a refusal must leave)."""
-    size = -(-arena_bytes(call) // 16) * 16
+def arenas_for(calls, device, seed=0):
+    """{"cpu": arena, device type: arena} of standard normal float32 values (from ``seed``), large enough for
+    every Call of ``calls``."""
+    size = -(-max(arena_bytes(call) for call in calls) // 16) * 16
     rng = np.random.default_rng(seed)
     arenas = {}
-    for kind in {"cpu" if p.on_cpu else torch.device(device).type for p in call.placed().values()} | {"cpu"}:
+    for kind in {"cpu", torch.device(device).type}:
         values = torch.from_numpy(rng.standard_normal(size // 4, dtype=np.float32)).view(torch.uint8)
         arenas[kind] = values.to(device if kind != "cpu" else "cpu")
+    return arenas
+
+
+def make(call, device, seed=0, arenas=None):
+    """The Call's tensors on ``device`` (``on_cpu`` ones on the CPU) in ``arenas`` (default: fresh ones from
+    ``seed``), then every contiguous output of its own dtype poisoned (the others make the call invalid: the
+    arenas' bytes are what a refusal must leave)."""
+    arenas = arenas_for([call], device, seed) if arenas is None else arenas
     arguments = {}
     for name in ARGUMENTS:
         value = getattr(call, name)

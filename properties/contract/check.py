@@ -60,7 +60,11 @@ def _changed(made, before, after):
 def breaches(call, device, route, seed=0, synchronize=lambda: None):
     """Where ``route`` on ``call``'s tensors (made on ``device``) departs from the predicate; empty when it
     honours it."""
-    made = make(call, device, seed)
+    return made_breaches(make(call, device, seed), device, route, synchronize)
+
+
+def made_breaches(made, device, route, synchronize=lambda: None):
+    """``breaches`` of a call already made (Made)."""
     verdict = judge(**made.arguments)
     before = made.snapshot()
     raised = None
