@@ -118,7 +118,10 @@ def _check_metadata(metadata, local_expert_offset, num_local_experts, tile_n):
 
 def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                      num_local_experts, tile_n):
-    """Raise ValueError naming the first argument outside route's contract (devices are checked last)."""
+    """Raise ValueError naming the first argument outside route's contract, in this order: logits, bias,
+    ids, weights, scale, renormalize; the metadata request (without metadata its three scalars must be 0;
+    with it tile_n, local_expert_offset, num_local_experts, then the metadata tensor); the outputs' overlaps
+    (metadata, ids, weights, each against later outputs and the inputs); the devices last."""
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
         _fail("logits", f"must be a 2-D torch.Tensor [b, {EXPERTS}]")
     b = logits.shape[0]

@@ -4,7 +4,7 @@ Every tensor argument is a ``Placed``: dtype, shape, strides and a byte offset i
 device (or of the CPU, ``on_cpu``), so that misaligned addresses, padded and expanded strides and tensors
 overlapping each other are all just numbers, Hypothesis shrinks them, and the arena's bytes, snapshotted
 before a call, show any byte a call changed. Any other value of a tensor argument is passed as it is.
-The arena starts on a 64-byte boundary (torch's allocators), so an offset's residue mod 16 is the address's.
+The arena starts on a 64-byte boundary (torch's allocators), so an offset's residue mod 32 is the address's.
 """
 
 from dataclasses import dataclass, replace
@@ -153,14 +153,14 @@ REGION = 256  # bytes: each tensor's region starts on such a boundary, plus its 
 
 def relayout(call):
     """The Call with its tensors (CPU ones apart) in disjoint regions after a free one (room to overlap
-    another from before its start), in argument order, each keeping its offset's residue mod 16."""
+    another from before its start), in argument order, each keeping its offset's residue mod 32."""
     free = REGION + max([p.extent() for p in call.placed().values()] + [0])
     ends = {"cpu": free, "device": free}
     changes = {}
     for name, p in call.placed().items():
         kind = "cpu" if p.on_cpu else "device"
         start = -(-ends[kind] // REGION) * REGION
-        changes[name] = replace(p, offset=start + p.offset % 16)
+        changes[name] = replace(p, offset=start + p.offset % 32)
         ends[kind] = changes[name].end() + REGION
     return replace(call, **changes)
 
@@ -181,9 +181,9 @@ def changed(call, name, **fields):
 
 
 def with_residue(call, name, residue):
-    """Tensor ``name`` ``residue`` bytes past a 16-byte boundary."""
+    """Tensor ``name`` ``residue`` bytes (0 to 31) past a 32-byte boundary."""
     p = getattr(call, name)
-    return replace(call, **{name: replace(p, offset=p.offset - p.offset % 16 + residue)})
+    return replace(call, **{name: replace(p, offset=p.offset - p.offset % 32 + residue)})
 
 
 def over(call, name, other, delta):

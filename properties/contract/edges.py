@@ -73,7 +73,7 @@ def alignment(cuda):
     cases = {}
     for n in TENSOR_NAMES:
         step = element_size(getattr(WITH, n).dtype) if cuda else 1
-        for r in range(0, 16, step):
+        for r in range(0, 32, step):
             cases[f"{n} +{r} bytes"] = with_residue(WITH, n, r)
     return cases
 
@@ -148,8 +148,13 @@ def overlaps():
 
 def devices():
     everything = replace(WITH, **{n: replace(p, on_cpu=True) for n, p in WITH.placed().items()})
-    return {f"{n} on the CPU": changed(WITH, n, on_cpu=True) for n in TENSOR_NAMES} | \
-        {"every tensor on the CPU": everything}
+    cases = {f"{n} on the CPU": changed(WITH, n, on_cpu=True) for n in TENSOR_NAMES}
+    cases["every tensor on the CPU"] = everything
+    for n in TENSOR_NAMES:  # another clause broken too: the device is checked last
+        cases[f"{n} +4 bytes, weights on the CPU"] = with_residue(changed(WITH, "weights", on_cpu=True), n, 4)
+    cases["metadata one short, ids on the CPU"] = changed(changed(WITH, "ids", on_cpu=True), "metadata",
+                                                          shape=(metadata_size(TILE) - 1,))
+    return cases
 
 
 def valid():

@@ -17,7 +17,8 @@ argument's own clauses first, then the outputs' overlaps, the devices last):
   an int in [0, EXPERTS - local_expert_offset]; metadata a 1-D torch.Tensor, int32, contiguous, 16-byte
   aligned, of at least metadata_size(tile_n) elements.
 - overlap: no output (metadata, ids, weights, in that order) shares a byte of its span (first to one past the
-  last byte its elements reach) with a later output or an input (logits, bias); the one named is the earlier.
+  last byte its elements reach) with a later output or an input (logits, bias) on the same device (another
+  device's addresses are another memory); the one named is the earlier.
 - devices: logits on a CUDA device, then bias, metadata, ids, weights on the logits' device.
 
 "An int" is a numbers.Integral that is not a bool; "contiguous" is row-major dense, the stride of a
@@ -161,11 +162,11 @@ def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n):
 
 def _overlaps(tensors):
     outputs = [n for n in ("metadata", "ids", "weights") if tensors.get(n) is not None]
-    spans = {n: span(facts(t)) for n, t in tensors.items() if t is not None}
+    spans = {n: (t.device, *span(facts(t))) for n, t in tensors.items() if t is not None}
     for i, name in enumerate(outputs):
         for other in outputs[i + 1:] + ["logits", "bias"]:
-            (a0, a1), (b0, b1) = spans[name], spans[other]
-            _require(not (a0 < b1 and b0 < a1), name, "overlap")
+            (device, a0, a1), (other_device, b0, b1) = spans[name], spans[other]
+            _require(device != other_device or not (a0 < b1 and b0 < a1), name, "overlap")
 
 
 def _devices(tensors):

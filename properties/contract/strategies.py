@@ -67,9 +67,9 @@ def renormalizes():
 
 
 def residues(cuda, dtype):
-    """A tensor's address past a 16-byte boundary: 0 to 15 bytes on the CPU, whole elements on a GPU."""
+    """A tensor's address past a 32-byte boundary: 0 to 31 bytes on the CPU, whole elements on a GPU."""
     step = element_size(dtype) if cuda else 1
-    return st.sampled_from(list(range(0, 16, step)))
+    return st.sampled_from(list(range(0, 32, step)))
 
 
 def row_strides():
@@ -138,7 +138,7 @@ def edge_strides(call, cuda):
 
 
 def edge_alignment(call, cuda):
-    """One tensor's address moved off (or onto) a 16-byte boundary."""
+    """One tensor's address moved off (or onto) a 16-byte boundary, or onto one that is not 32 bytes."""
     names = [n for n in TENSOR_NAMES if isinstance(getattr(call, n), Placed)]
     return st.sampled_from(names).flatmap(
         lambda n: residues(cuda, getattr(call, n).dtype).map(lambda r: with_residue(call, n, r)))
