@@ -13,7 +13,7 @@ import torch
 from hypothesis import given
 
 import oracles.numpy_model as model
-from kernel import routing
+from kernel import contract, routing
 from kernel.layout import metadata_size
 from properties.contract import cache, check, predicate
 from properties.contract.calls import make, valid_call
@@ -172,3 +172,41 @@ def test_a_valid_call_is_compared_bit_for_bit_with_the_model_and_every_byte_besi
         affected = calls_with_metadata if fault is _guard_written else cpu_as_a_device
         assert len(failing) == len(affected), [lines[i] for i in failing[:2]]
         assert all("arena changed" in lines[i][0] for i in failing)
+
+
+def _model_launch(renormalize):
+    """A compiled variant's stand-in: the model's outputs written into the tensors it is launched with."""
+    def launch(logits, bias, ids, weights, scale32, metadata=None, offset=0, count=0, tile=0, cta_table=0):
+        kernel = _model_kernel(_exact)
+        kernel(logits, bias, ids, weights, np.float32(scale32), renormalize, metadata, offset, count, tile)
+
+    return launch
+
+
+@pytest.fixture
+def cpu_kernel(monkeypatch):
+    """route on the CPU as on a GPU: the device clauses (the predicate's and the contract's) satisfied by the
+    CPU, each compiled variant the model, so calls are checked, launched and cached as on a GPU."""
+    monkeypatch.setattr(predicate, "_devices", lambda tensors: None)
+    monkeypatch.setattr(contract, "_check_devices", lambda tensors: None)
+    monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize: _model_launch(renormalize))
+    monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
+
+
+def test_the_gpu_tiers_cache_twins_pass_a_right_cache_and_catch_a_key_without_the_sign_of_zero(cpu_kernel,
+                                                                                               monkeypatch):
+    one_device = [t for t in cache.twins() if t.attribute != "device"]  # the CPU is one device: no device twin
+    assert cache.cache_breaches(torch.device(CPU), lambda: None, one_device) == []
+    signature = contract.signature
+
+    def unsigned(logits, bias, ids, weights, scale, *rest):
+        return signature(logits, bias, ids, weights, abs(scale) if isinstance(scale, float) else scale, *rest)
+
+    monkeypatch.setattr(contract, "signature", unsigned)
+    lines = cache.cache_breaches(torch.device(CPU), lambda: None, one_device)
+    assert lines and all(line.startswith("scale sign of zero: ") for line in lines), lines
+
+
+def test_route_standing_on_the_cpu_for_a_gpu_honours_every_targeted_call_and_computes_the_valid_ones(cpu_kernel):
+    lines = targeted_breaches(False)
+    assert not lines, "\n".join(lines[:12])

@@ -114,14 +114,22 @@ def coverage_gaps():
     return sorted(want - have)
 
 
-def _made_pair(twin, device):
-    """(base made, twin made) in the same arenas; the twin's argument wrapped."""
-    arenas = arenas_for([twin.base, twin.call], device)
-    base = make(twin.base, device, arenas=arenas)
-    other = make(twin.call, device, arenas=arenas)
+def _made_base(twin, device):
+    """The twin's valid call made in arenas large enough for both."""
+    return make(twin.base, device, arenas=arenas_for([twin.base, twin.call], device))
+
+
+def _made_twin(twin, base, device):
+    """The twin made (its outputs poisoned again) in ``base``'s arenas, its argument wrapped."""
+    other = make(twin.call, device, arenas=base.arenas)
     if twin.wrap is not None:
         other.arguments[twin.argument] = twin.wrap(other.arguments[twin.argument])
-    return base, other
+    return other
+
+
+def _made_pair(twin, device):
+    base = _made_base(twin, device)
+    return base, _made_twin(twin, base, device)
 
 
 def signature_breaches():
@@ -158,12 +166,13 @@ def counted_checks():
         contract.check_arguments, routing._checked = checks, cache
 
 
-def cache_breaches(device, synchronize):
-    """GPU: one line per twin the cache let through unchecked, or that fared otherwise than the predicate says."""
+def cache_breaches(device, synchronize, selected=None):
+    """GPU: one line per twin (of ``selected``, default all) the cache let through unchecked, or that fared
+    otherwise than the predicate says."""
     lines = []
-    for twin in twins():
+    for twin in twins() if selected is None else selected:
         with counted_checks() as count:
-            base, other = _made_pair(twin, device)
+            base = _made_base(twin, device)
             where = f"{twin.argument} {twin.attribute}"
             first = made_breaches(base, device, routing.route, synchronize)
             checked = count[0]
@@ -172,6 +181,7 @@ def cache_breaches(device, synchronize):
             if first or count[0] != checked:
                 lines.append(f"{where}: the valid call {first or 'was checked again: the cache did not keep it'}")
                 continue
+            other = _made_twin(twin, base, device)
             lines += [f"{where}: {line}" for line in made_breaches(other, device, routing.route, synchronize)]
             if count[0] != checked + 1:
                 lines.append(f"{where}: the twin was not checked (the cache took it for the valid call)")
