@@ -16,12 +16,11 @@ import torch
 
 from kernel import contract, routing
 from kernel.layout import EXPERTS, TOP_K, metadata_size
-from properties.contract.calls import arenas_for, make, valid_call
+from properties.contract.calls import arenas_for, make
 from properties.contract.check import made_breaches
+from properties.contract.edges import B, COUNT, OFFSET, TILE
+from properties.contract.edges import WITH as BASE
 from properties.contract.predicate import READS, SCALAR_READS
-
-B, TILE, OFFSET, COUNT = 3, 8, 16, 32
-BASE = valid_call(B, TILE, OFFSET, COUNT)
 CPU_ONLY = "device"  # on the CPU the device is changed by a tensor that claims another one (Claimed)
 
 

@@ -17,7 +17,7 @@ from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_
 
 ARGUMENTS = ("logits", "bias", "ids", "weights", "scale", "renormalize", "metadata", "local_expert_offset",
              "num_local_experts", "tile_n")
-OUTPUTS = ("ids", "weights", "metadata")
+NOT_TENSORS = {"list": [0.0] * 4, "None": None, "ndarray": np.zeros(4, np.float32), "int": 3}
 ARENA_SLACK = 64  # bytes past the last tensor's span
 OUTPUT_DTYPES = {"ids": torch.int32, "weights": torch.float32, "metadata": torch.int32}
 POISON_BITS = {"ids": IDS_POISON, "weights": WEIGHT_POISON_BITS, "metadata": METADATA_POISON}  # as int32
@@ -50,12 +50,17 @@ class Placed:
         return replace(self, offset=self.offset + delta)
 
 
-def contiguous(dtype, shape, offset=0):
+def dense_strides(shape):
+    """Row-major strides of ``shape``."""
     strides, dense = [], 1
     for n in reversed(shape):
         strides.append(dense)
         dense *= n
-    return Placed(dtype, tuple(shape), tuple(reversed(strides)), offset)
+    return tuple(reversed(strides))
+
+
+def contiguous(dtype, shape, offset=0):
+    return Placed(dtype, tuple(shape), dense_strides(shape), offset)
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,15 @@ import numpy as np
 import torch
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from properties.contract.calls import changed, contiguous, element_size, over, valid_call, with_residue
-from properties.contract.predicate import ALIGN, F32_OVERFLOW
+from properties.contract.calls import NOT_TENSORS, changed, dense_strides, element_size, over, valid_call, with_residue
+from properties.contract.predicate import ALIGN, F32_OVERFLOW, OUTPUTS, TENSORS, is_tile
 
 B, TILE, OFFSET, COUNT = 3, 8, 16, 32
 WITH, PLAIN = valid_call(B, TILE, OFFSET, COUNT), valid_call(B)
-TENSOR_NAMES = ("logits", "bias", "ids", "weights", "metadata")
 
 
 def _dense(call, name, shape):
-    return changed(call, name, shape=shape, strides=contiguous(torch.int32, shape).strides)
+    return changed(call, name, shape=shape, strides=dense_strides(shape))
 
 
 def rows():
@@ -71,7 +70,7 @@ def strides():
 
 def alignment(cuda):
     cases = {}
-    for n in TENSOR_NAMES:
+    for n in TENSORS:
         step = element_size(getattr(WITH, n).dtype) if cuda else 1
         for r in range(0, 32, step):
             cases[f"{n} +{r} bytes"] = with_residue(WITH, n, r)
@@ -93,9 +92,9 @@ def tiles():
     cases = {}
     for tile in (0, 1, 2, 7, 8, 9, 100, MAX_TILE - 1, MAX_TILE, MAX_TILE + 1, -1, True, 8.0, np.int64(8),
                  np.int32(MAX_TILE), None, "8"):
-        sized = isinstance(tile, (int, np.integer)) and not isinstance(tile, bool) and 1 <= tile <= MAX_TILE
         call = replace(WITH, tile_n=tile)
-        cases[f"tile_n={tile!r}"] = changed(call, "metadata", shape=(metadata_size(int(tile)),)) if sized else call
+        cases[f"tile_n={tile!r}"] = changed(call, "metadata", shape=(metadata_size(int(tile)),)) if is_tile(tile) \
+            else call
     return cases
 
 
@@ -121,20 +120,19 @@ def renormalizes():
 
 
 def not_tensors():
-    values = {"list": [0.0] * 4, "None": None, "ndarray": np.zeros(4, np.float32), "int": 3}
-    return {f"{n} a {k}": replace(WITH, **{n: v}) for n in TENSOR_NAMES for k, v in values.items()}
+    return {f"{n} a {k}": replace(WITH, **{n: v}) for n in TENSORS for k, v in NOT_TENSORS.items()}
 
 
 def overlaps():
     """Each output against each other tensor: touching it from before and after (valid), one element over
     either end, the same start, inside."""
     cases = {}
-    for name in ("metadata", "ids", "weights"):
+    for name in OUTPUTS:
         mine = getattr(WITH, name)
         size = ALIGN[name]  # steps that keep the output aligned, so its overlap is what is refused
         if name == "metadata":
             mine = replace(mine, shape=(-(-mine.extent() // size) * size // element_size(mine.dtype),))
-        for other in TENSOR_NAMES:
+        for other in TENSORS:
             if other == name:
                 continue
             theirs = getattr(WITH, other)
@@ -148,9 +146,9 @@ def overlaps():
 
 def devices():
     everything = replace(WITH, **{n: replace(p, on_cpu=True) for n, p in WITH.placed().items()})
-    cases = {f"{n} on the CPU": changed(WITH, n, on_cpu=True) for n in TENSOR_NAMES}
+    cases = {f"{n} on the CPU": changed(WITH, n, on_cpu=True) for n in TENSORS}
     cases["every tensor on the CPU"] = everything
-    for n in TENSOR_NAMES:  # another clause broken too: the device is checked last
+    for n in TENSORS:  # another clause broken too: the device is checked last
         cases[f"{n} +4 bytes, weights on the CPU"] = with_residue(changed(WITH, "weights", on_cpu=True), n, 4)
     cases["metadata one short, ids on the CPU"] = changed(changed(WITH, "ids", on_cpu=True), "metadata",
                                                           shape=(metadata_size(TILE) - 1,))

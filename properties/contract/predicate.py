@@ -37,7 +37,8 @@ ROW_GRANULE = 4  # elements: 16-byte logits rows
 ALIGN = {"logits": 16, "bias": 16, "metadata": 16, "ids": 4, "weights": 4}  # bytes
 # The smallest magnitude that rounds to infinity in float32 (round to nearest even): FLT_MAX plus half its ulp.
 F32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103
-TENSORS = ("logits", "bias", "metadata", "ids", "weights")
+TENSORS = ("logits", "bias", "metadata", "ids", "weights")  # the devices' order
+OUTPUTS = ("metadata", "ids", "weights")  # the overlaps' order
 METADATA_SCALARS = ("local_expert_offset", "num_local_experts", "tile_n")
 DEVICE = "device"  # the clause of a device refusal
 
@@ -96,6 +97,10 @@ def is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def is_tile(value):
+    return is_int(value) and 1 <= value <= MAX_TILE
+
+
 def is_contiguous(f):
     """Row-major dense: each dimension of size > 1 strides over the elements of the later ones."""
     if 0 in f.shape:
@@ -151,7 +156,7 @@ def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n):
         for name, value in scalars.items():
             _require(not isinstance(value, bool) and value == 0, name, "without metadata")
         return
-    _require(is_int(tile_n) and 1 <= tile_n <= MAX_TILE, "tile_n", "range")
+    _require(is_tile(tile_n), "tile_n", "range")
     _require(is_int(local_expert_offset) and 0 <= local_expert_offset <= EXPERTS, "local_expert_offset", "range")
     _require(is_int(num_local_experts) and 0 <= num_local_experts <= EXPERTS - local_expert_offset,
              "num_local_experts", "range")
@@ -161,7 +166,7 @@ def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n):
 
 
 def _overlaps(tensors):
-    outputs = [n for n in ("metadata", "ids", "weights") if tensors.get(n) is not None]
+    outputs = [n for n in OUTPUTS if tensors.get(n) is not None]
     spans = {n: (t.device, *span(facts(t))) for n, t in tensors.items() if t is not None}
     for i, name in enumerate(outputs):
         for other in outputs[i + 1:] + ["logits", "bias"]:

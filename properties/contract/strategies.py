@@ -16,14 +16,12 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from properties.contract.calls import Placed, changed, element_size, over, valid_call, with_residue
-from properties.contract.predicate import F32_OVERFLOW
+from properties.contract.calls import NOT_TENSORS, Placed, changed, dense_strides, element_size, over, valid_call, \
+    with_residue
+from properties.contract.predicate import F32_OVERFLOW, OUTPUTS, TENSORS, is_tile
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float64, torch.int32)
 INT_DTYPES = (torch.int64, torch.int16, torch.uint8, torch.bool, torch.float32)
-TENSOR_NAMES = ("logits", "bias", "ids", "weights", "metadata")
-OUTPUT_NAMES = ("metadata", "ids", "weights")
-NOT_TENSORS = ([0.0] * 4, None, np.zeros(4, np.float32), 3)
 
 
 def rows():
@@ -94,7 +92,7 @@ def _request(call):
 
 def edge_dtype(call, cuda):
     """One tensor of another dtype (its strides kept)."""
-    names = [n for n in TENSOR_NAMES if isinstance(getattr(call, n), Placed)]
+    names = [n for n in TENSORS if isinstance(getattr(call, n), Placed)]
 
     def wrong(name):
         pool = INT_DTYPES if name in ("ids", "metadata") else FLOAT_DTYPES
@@ -113,14 +111,8 @@ def edge_shape(call, cuda):
     if _has_metadata(call):
         shapes["metadata"] = [(1, call.metadata.shape[0]), (call.metadata.shape[0], 1)]
 
-    def dense(name, shape):
-        strides, n = [], 1
-        for d in reversed(shape):
-            strides.append(n)
-            n *= d
-        return changed(call, name, shape=shape, strides=tuple(reversed(strides)))
-
-    return st.sampled_from([(n, s) for n, ss in shapes.items() for s in ss]).map(lambda ns: dense(*ns))
+    return st.sampled_from([(n, s) for n, ss in shapes.items() for s in ss]).map(
+        lambda ns: changed(call, ns[0], shape=ns[1], strides=dense_strides(ns[1])))
 
 
 def edge_strides(call, cuda):
@@ -139,15 +131,15 @@ def edge_strides(call, cuda):
 
 def edge_alignment(call, cuda):
     """One tensor's address moved off (or onto) a 16-byte boundary, or onto one that is not 32 bytes."""
-    names = [n for n in TENSOR_NAMES if isinstance(getattr(call, n), Placed)]
+    names = [n for n in TENSORS if isinstance(getattr(call, n), Placed)]
     return st.sampled_from(names).flatmap(
         lambda n: residues(cuda, getattr(call, n).dtype).map(lambda r: with_residue(call, n, r)))
 
 
 def edge_overlap(call, cuda):
     """An output moved onto another tensor: from just touching it (valid) to sharing one element, or inside."""
-    outputs = [n for n in OUTPUT_NAMES if isinstance(getattr(call, n), Placed)]
-    pairs = [(n, o) for n in outputs for o in TENSOR_NAMES if o != n and isinstance(getattr(call, o), Placed)]
+    outputs = [n for n in OUTPUTS if isinstance(getattr(call, n), Placed)]
+    pairs = [(n, o) for n in outputs for o in TENSORS if o != n and isinstance(getattr(call, o), Placed)]
 
     def deltas(name, other):
         mine, theirs = getattr(call, name), getattr(call, other)
@@ -185,15 +177,10 @@ def edge_tile(call, cuda):
         return edge_metadata_arguments(call, cuda)
 
     def apply(tile):
-        sized = _is_tile(tile)
         new = replace(call, tile_n=tile)
-        return changed(new, "metadata", shape=(metadata_size(int(tile)),), strides=(1,)) if sized else new
+        return changed(new, "metadata", shape=(metadata_size(int(tile)),), strides=(1,)) if is_tile(tile) else new
 
     return tiles().map(apply)
-
-
-def _is_tile(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 1 <= value <= MAX_TILE
 
 
 def edge_local_range(call, cuda):
@@ -212,14 +199,14 @@ def edge_renormalize(call, cuda):
 
 def edge_not_a_tensor(call, cuda):
     """One tensor argument replaced by a list, None, a NumPy array or an int."""
-    names = [n for n in TENSOR_NAMES if isinstance(getattr(call, n), Placed)]
-    return st.tuples(st.sampled_from(names), st.sampled_from(NOT_TENSORS)).map(
+    names = [n for n in TENSORS if isinstance(getattr(call, n), Placed)]
+    return st.tuples(st.sampled_from(names), st.sampled_from(list(NOT_TENSORS.values()))).map(
         lambda nv: replace(call, **{nv[0]: nv[1]}))
 
 
 def edge_device(call, cuda):
     """One tensor on the CPU while the others are on the GPU (on the CPU tier, every call is on the CPU)."""
-    names = [n for n in TENSOR_NAMES if isinstance(getattr(call, n), Placed)]
+    names = [n for n in TENSORS if isinstance(getattr(call, n), Placed)]
     return st.sampled_from(names).map(lambda n: changed(call, n, on_cpu=True))
 
 
