@@ -42,6 +42,7 @@ KNOWN = {
     "b = 9": (valid_call(9), ("logits", "rows")),
     "b = 0": (valid_call(0), ("logits", "rows")),
     "tile 257": (TARGETED["tile"]["tile_n=257"], ("tile_n", "range")),
+    "a NumPy int tile": (TARGETED["tile"]["tile_n=np.int64(8)"], ("logits", "device")),
     "a tile without metadata": (TARGETED["metadata"]["no metadata, tile_n=1"], ("tile_n", "without metadata")),
     "0.0 for a tile without metadata": (TARGETED["metadata"]["no metadata, tile_n=0.0"], ("logits", "device")),
     "scale at the float32 overflow": (TARGETED["scale"]["scale float(3.4028235677973366e+38)"], ("scale", "finite")),
