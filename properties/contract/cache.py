@@ -20,8 +20,7 @@ from properties.contract.calls import arenas_for, make
 from properties.contract.check import made_breaches
 from properties.contract.edges import B, COUNT, OFFSET, TILE
 from properties.contract.edges import WITH as BASE
-from properties.contract.predicate import READS, SCALAR_READS
-CPU_ONLY = "device"  # on the CPU the device is changed by a tensor that claims another one (Claimed)
+from properties.contract.predicate import DEVICE, READS, SCALAR_READS
 
 
 class Lookalike:
@@ -34,8 +33,8 @@ class Lookalike:
 
 
 class Claimed(torch.Tensor):
-    """A CPU tensor whose ``device`` is ``claimed`` (its real one unless set): the CPU holds one device, so the
-    device alone is changed this way; the valid call's tensor is a Claimed too, so the types are equal."""
+    """A CPU tensor that says it is on device ``claimed``: the CPU holds one device, so the device alone is
+    changed this way; the valid call's tensor is a Claimed too (claiming the CPU), so the types are equal."""
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
@@ -67,8 +66,8 @@ def _tensor_twins():
     other = {"logits": "int32", "bias": "int32", "ids": "float32", "weights": "int32", "metadata": "float32"}
     narrower = {"logits": torch.float16, "bias": torch.float16, "ids": torch.int16, "weights": torch.float16,
                 "metadata": torch.int16}
-    moved = {"logits": p["logits"].moved(4), "bias": p["bias"].moved(4), "metadata": p["metadata"].moved(4),
-             "ids": replace(p["ids"], offset=p["weights"].offset), "weights": replace(p["weights"], offset=p["ids"].offset)}
+    moved = {"logits": p["logits"].offset + 4, "bias": p["bias"].offset + 4, "metadata": p["metadata"].offset + 4,
+             "ids": p["weights"].offset, "weights": p["ids"].offset}  # misaligned, or onto the other output
     shapes = {"logits": (B, EXPERTS - 1), "bias": (EXPERTS - 1,), "ids": (B, TOP_K - 1), "weights": (B, TOP_K - 1),
               "metadata": (metadata_size(TILE) - 1,)}
     strides = {"logits": (EXPERTS + 2, 1), "bias": (2,), "ids": (TOP_K + 1, 1), "weights": (TOP_K + 1, 1),
@@ -78,10 +77,10 @@ def _tensor_twins():
         def twin(attribute, wrap=None, **fields):
             return Twin(name, attribute, BASE, replace(BASE, **{name: replace(placed, **fields)}), wrap)
 
-        twins += [twin("type", wrap=Lookalike), twin("address", offset=moved[name].offset),
+        twins += [twin("type", wrap=Lookalike), twin("address", offset=moved[name]),
                   twin("shape", shape=shapes[name]), twin("strides", strides=strides[name]),
                   twin("dtype", dtype=getattr(torch, other[name])), twin("element_size", dtype=narrower[name]),
-                  twin("device", on_cpu=True)]
+                  twin(DEVICE, on_cpu=True)]
     return twins
 
 
@@ -94,7 +93,8 @@ def _scalar_twins():
             twin("scale", "value", 1e39), twin("scale", "sign of zero", -0.0, zero),
             twin("renormalize", "type", 1), twin("renormalize", "value", False),
             twin("local_expert_offset", "type", float(OFFSET)), twin("local_expert_offset", "value", EXPERTS + 1),
-            twin("num_local_experts", "type", float(COUNT)), twin("num_local_experts", "value", EXPERTS - OFFSET + 1),
+            twin("num_local_experts", "type", float(COUNT)),
+            twin("num_local_experts", "value", EXPERTS - OFFSET + 1),
             twin("tile_n", "type", float(TILE)), twin("tile_n", "value", TILE + 1),
             twin("metadata", "presence", None)]
 
@@ -126,23 +126,21 @@ def _made_twin(twin, base, device):
     return other
 
 
-def _made_pair(twin, device):
-    base = _made_base(twin, device)
-    return base, _made_twin(twin, base, device)
-
-
 def signature_breaches():
-    """CPU: one line per twin whose signature equals its valid call's (or a valid call with no signature)."""
+    """CPU: one line per twin whose signature equals its valid call's, or whose valid call has no signature
+    or another one when made again (new tensors of the same attributes)."""
     lines = []
     for twin in twins():
-        device_twin = twin.attribute == CPU_ONLY
-        base, other = _made_pair(replace(twin, call=twin.base) if device_twin else twin, "cpu")
-        if device_twin:
-            for made, where in ((base, "cpu"), (other, "cuda:0")):
+        base = _made_base(twin, "cpu")
+        again = make(twin.base, "cpu", arenas=base.arenas)
+        if twin.attribute == DEVICE:  # the valid call's tensor claiming the CPU, then another device
+            other = make(twin.base, "cpu", arenas=base.arenas)
+            for made, where in ((base, "cpu"), (again, "cpu"), (other, "cuda:0")):
                 made.arguments[twin.argument] = claim(made.arguments[twin.argument], where)
+        else:
+            other = _made_twin(twin, base, "cpu")
         key = contract.signature(**base.arguments)
-        again = contract.signature(**make(twin.base, "cpu", arenas=base.arenas).arguments)
-        if key is None or (not device_twin and key != again):
+        if key is None or key != contract.signature(**again.arguments):
             lines.append(f"{twin.argument} {twin.attribute}: the valid call has no stable signature ({key})")
         elif key == contract.signature(**other.arguments):
             lines.append(f"{twin.argument} {twin.attribute}: the twin shares the valid call's signature")

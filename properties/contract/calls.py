@@ -46,9 +46,6 @@ class Placed:
     def end(self):
         return self.offset + self.extent()
 
-    def moved(self, delta):
-        return replace(self, offset=self.offset + delta)
-
 
 def dense_strides(shape):
     """Row-major strides of ``shape``."""
