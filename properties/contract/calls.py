@@ -86,7 +86,8 @@ class Call:
 def _describe(value):
     if isinstance(value, Placed):
         where = " on the CPU" if value.on_cpu else ""
-        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)} strides {value.strides} at +{value.offset}{where}"
+        dtype = str(value.dtype).removeprefix("torch.")
+        return f"{dtype}{list(value.shape)} strides {value.strides} at +{value.offset}{where}"
     return f"{type(value).__name__}({value!r})" if type(value).__module__ == "numpy" else repr(value)
 
 

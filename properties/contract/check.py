@@ -1,7 +1,8 @@
 """One route call against the contract's predicate: what route must have done, and what it did.
 
-Refused (the predicate says invalid): route raises a ValueError ``route: <name> ...`` naming the argument
-the predicate names, its text saying the clause broken (``CLAUSE_WORDS``) in one line, and no byte of any arena changes.
+Refused (the predicate says invalid): route raises a ValueError of one line, ``route: <name> ...``, naming the
+argument the predicate names, its text saying the clause broken (``CLAUSE_WORDS``), and no byte of any arena
+changes.
 Valid: route raises nothing and the arenas read afterwards exactly what they read before with the model's
 ids, weights and metadata (oracles.numpy_model) written into the outputs' elements: every other byte, the
 metadata's guard element and the slack past it included, keeps its poison.
@@ -21,7 +22,6 @@ CLAUSE_WORDS = {"tensor": "torch.Tensor", "rows": "rows", "dtype": "dtype", "sha
                 "contiguous": "contiguous", "alignment": "aligned", "real": "real number", "finite": "finite",
                 "bool": "bool", "without metadata": "without", "range": "int in", "size": "metadata_size",
                 "overlap": "alias", "device": "device"}
-SHOWN_BYTES = 4
 
 
 def expected(made, before, kind):
@@ -80,8 +80,8 @@ def made_breaches(made, device, route, synchronize=lambda: None):
         if raised is not None:
             return [f"refused a valid call: {raised}"]
         kind = torch.device(device).type
-        return _changed(made, {kind: expected(made, before, kind)}, {kind: after[kind]}) + \
-            _changed(made, {k: v for k, v in before.items() if k != kind}, {k: v for k, v in after.items() if k != kind})
+        want = {k: expected(made, before, k) if k == kind else v for k, v in before.items()}
+        return _changed(made, want, after)
     lines = []
     want = f"route: {verdict.name} "
     if raised is None:
