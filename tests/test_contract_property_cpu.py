@@ -2,6 +2,11 @@
 independent predicate says a call is invalid, names the argument it names for the clause it names, and
 changes no byte; a call valid in all but the device is refused naming the logits' device. The checked-call
 cache's key tells apart every twin that differs from a valid call in one thing the predicate reads.
+
+The GPU tier's own logic runs here too, with the CPU standing in for a GPU (the device clauses satisfied by
+it, the model as the compiled kernel): a valid call's bytes are compared with the model's outputs and
+caught when one byte beside them or one bit in them is wrong, and the cache's twins pass a right cache and
+catch a key without the sign of a zero scale.
 """
 
 import ast
