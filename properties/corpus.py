@@ -90,6 +90,11 @@ def record(paths):
     if not files:
         print(f"corpus record: no case files in {' '.join(map(str, paths))}", file=sys.stderr)
         return 2
+    try:  # every file read before any is rewritten
+        saved = {path: casefile.read(path) for path in files}
+    except casefile.CaseFileError as exc:
+        print(f"corpus record: cannot read {exc}", file=sys.stderr)
+        return 2
     missing = {name: why for name, why in unavailable().items() if name in REAL}
     if missing:
         print("corpus record: cannot record: " + "; ".join(f"{name} ({why})" for name, why in missing.items()),
@@ -97,10 +102,9 @@ def record(paths):
         return 2
     environment = casefile.environment()
     ok = True
-    for path in files:
-        saved = casefile.read(path)
-        outputs = run_all(saved.case, REAL)
-        ok &= _save(path, saved.case, outputs, {"by": list(outputs), "environment": environment}, saved.origin)
+    for path, case_file in saved.items():
+        outputs = run_all(case_file.case, REAL)
+        ok &= _save(path, case_file.case, outputs, {"by": list(outputs), "environment": environment}, case_file.origin)
     print(f"recorded {len(files)} cases on {environment['gpu']}" if ok else "some cases disagree: see above")
     return 0 if ok else 1
 

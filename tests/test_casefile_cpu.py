@@ -11,12 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from properties.corpus import CASES_PER_GENERATOR
 from properties.engine import casefile
 from properties.engine.cases import FIELDS
 from properties.engine.compare import MAX_LISTED
 from properties.replay import AGREE, DIFFER, UNREADABLE
-from properties.strategies import GENERATORS
 
 CORPORA = casefile.CORPORA
 # Shapes that differ: b = 1 without metadata, b > 1 with metadata, a saved disagreement with two entries.
@@ -204,13 +202,6 @@ def test_a_truncated_file_is_refused(tmp_path_factory, data, draw):
         casefile.read(path)
 
 
-def test_every_committed_case_file_reads():
-    paths = sorted(CORPORA.rglob("*.json"))
-    assert len(paths) >= CASES_PER_GENERATOR * len(GENERATORS)  # at least the whole regression corpus
-    for path in paths:
-        casefile.read(path)
-
-
 # --- every count bounded before it allocates, int32 words, every nested object described (issue 20) -----------
 
 HUGE_RUN = 10**11  # words a run may claim: expanded first, it would take 400 GB
@@ -342,7 +333,7 @@ def test_the_schemas_bounds_are_the_layouts():
     assert [(r["minItems"], r["maxItems"]) for r in rows] == [(1, MAX_TOKENS)] * 3
     assert defs["origin"]["properties"]["soak"]["properties"]["b"]["maximum"] == MAX_TOKENS
     assert ids_rows["items"]["minItems"] == ids_rows["items"]["maxItems"] == TOP_K
-    assert inputs["tile_n"]["oneOf"][1]["maximum"] == MAX_TILE
+    assert (inputs["tile_n"]["minimum"], inputs["tile_n"]["maximum"]) == (1, MAX_TILE)
     # RoutingCase and the kernel contract take 0 <= offset <= EXPERTS (an empty local range at either end).
     assert (inputs["local_expert_offset"]["maximum"], inputs["num_local_experts"]["maximum"]) == (EXPERTS, EXPERTS)
     assert defs["disagreement"]["properties"]["field"]["enum"] == list(FIELDS)

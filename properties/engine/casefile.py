@@ -13,15 +13,18 @@ Floats are their bit patterns, 8 hex digits a word; integers are decimal; a word
 for n copies (``ff800000*248``). Each output field lists its distinct values, each with the implementations
 that wrote it, so a disagreement shows as two entries.
 
-Reading is strict: a file over MAX_FILE_BYTES is not read; the JSON Schema ``case.schema.json`` beside this
+Reading is strict: a file over MAX_FILE_BYTES is not read; the file must be exactly one JSON object in UTF-8
+(no byte-order mark, no invalid byte, no key given twice in any object, no NaN or Infinity, nothing after the
+object, no string holding a lone surrogate); the JSON Schema ``case.schema.json`` beside this
 module (checked with ``jsonschema``) fixes every field's type and word syntax, every nested object included
 (recorded, its environment, origin, each disagreement); the reader then checks the word counts (b x 256 logits,
 256 bias, b rows of 8 ids and weights, metadata_size(tile_n) metadata) before it expands any run, that every
 decimal word is an int32, and that no implementation is listed twice. Anything else raises CaseFileError, one
-line naming the file and the field. Writing checks the same schema first, so nothing is written that the
-reader would refuse.
+line naming the file and the field or the fault. Writing runs the reader over its own text first, so nothing
+is written that the reader would refuse.
 """
 
+import codecs
 import hashlib
 import json
 import os
@@ -210,15 +213,75 @@ def to_json(record):
 
 def write(path, record):
     """Write ``record`` (a CaseFile) to ``path``, creating its folder; CaseFileError, with nothing written, when
-    the file would fail the schema."""
+    the strict reader would refuse the text (``parse``)."""
     path = Path(path)
-    text = json.dumps(to_json(record), indent=1) + "\n"
-    problem = _schema_error(json.loads(text))
-    if problem:
-        raise CaseFileError(f"{path}: not written: {problem}")
+    try:
+        text = json.dumps(to_json(record), indent=1, allow_nan=False) + "\n"
+        parse(text.encode())
+    except ValueError as exc:  # the reader's refusal (CaseFileError), or a float json.dumps will not write as JSON
+        raise CaseFileError(f"{path}: not written: {exc}") from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+class _Fraction(float):
+    """A JSON number written with a fraction or an exponent, shown as written (``1e3`` stays ``1e3``): the
+    schema's integers are JSON integers only, so 1.0 and 1e3 are refused where it wants one."""
+
+    def __new__(cls, text):
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __repr__(self):
+        return self.text
+
+
+def _unique_keys(pairs):
+    """json's object_pairs_hook: the object as a dict; CaseFileError when a key is given twice."""
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise CaseFileError(f"not one JSON object: key {_short(key)} given twice in one object")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name):
+    """json's parse_constant: NaN, Infinity and -Infinity are not JSON."""
+    raise CaseFileError(f"not JSON: {name} is not a JSON number")
+
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", _Fraction: "a number", bool: "true or false",
+               type(None): "null"}
+
+
+def _json_object(raw):
+    """The one JSON object that the bytes ``raw`` hold; CaseFileError (one line naming the fault) otherwise."""
+    if raw.startswith(codecs.BOM_UTF8):
+        raise CaseFileError("not JSON: starts with a UTF-8 byte-order mark (a case file is UTF-8 without one)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaseFileError(f"not UTF-8: byte {raw[exc.start]:#04x} at offset {exc.start}: {exc.reason}") from exc
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_Fraction)
+    except CaseFileError:
+        raise
+    except json.JSONDecodeError as exc:
+        fault = "trailing data after the JSON value" if exc.msg == "Extra data" else exc.msg
+        raise CaseFileError(f"not JSON: {fault}: line {exc.lineno} column {exc.colno} (char {exc.pos})") from exc
+    except (ValueError, RecursionError) as exc:  # an integer of more than 4300 digits, absurd nesting
+        raise CaseFileError(f"not JSON: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
+    if not isinstance(data, dict):
+        raise CaseFileError(f"(top level): {_JSON_TYPES[type(data)]}, not one JSON object")
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:  # "\ud800" escaped in a string: JSON's syntax, not Unicode text
+        surrogate = exc.object[exc.start:exc.end].encode("unicode_escape").decode()
+        raise CaseFileError(f"not UTF-8: a string holds the lone surrogate {surrogate}") from exc
+    return data
 
 
 @lru_cache(maxsize=None)
@@ -242,6 +305,8 @@ def _schema_error(data):
         return f"{field}: missing {', '.join(k for k in error.validator_value if k not in error.instance)}"
     if error.validator == "additionalProperties":
         return f"{field}: {error.message}"
+    if error.validator == "type" and isinstance(error.instance, float) and "integer" in error.validator_value:
+        return f"{field}: {error.instance!r} is not an integer (a JSON number with a fraction or an exponent)"
     return f"{field}: {_short(error.instance)} fails {error.validator} {_short(error.validator_value)}"
 
 
@@ -260,15 +325,16 @@ def read(path):
     size = Path(path).stat().st_size
     if size > MAX_FILE_BYTES:
         raise CaseFileError(f"{path}: (file): {size} bytes, more than a case file's {MAX_FILE_BYTES}")
-    text = Path(path).read_bytes()
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, absurd nesting
-        raise CaseFileError(f"{path}: not JSON: {str(exc).splitlines()[0]}") from exc
-    try:
-        return from_json(data)
+        return parse(Path(path).read_bytes())
     except CaseFileError as exc:
         raise CaseFileError(f"{path}: {exc}") from exc
+
+
+def parse(raw):
+    """The CaseFile held by the bytes ``raw``; CaseFileError (one line: the field or the fault) when they are
+    not exactly one JSON object as the schema says, or not a case."""
+    return from_json(_json_object(raw))
 
 
 def missing_fields(record, writes):

@@ -10,15 +10,17 @@ family on every mutant (static and differential, or contract-cpu and contract-gp
 differential kill and saves it to
 reports/mutants/<mutant>.json (a case file, the mutant's outputs recorded as "mutant:<name>"; `make
 mutants-corpus` copies them into the committed corpora/mutants/). Misuse (an
-unknown mutant, the GPU tier or replay without CUDA, a missing case file, a selection that runs no mutant
-in the chosen tier, a --report naming a folder) gives one line and exit 2 before anything runs. Exit 1 when
-a mutant survives a declared tier, the real kernel fails, or no mutant was run after all.
+unknown mutant, the GPU tier or replay without CUDA, a missing case file or one that is not a case file, a
+selection that runs no mutant in the chosen tier, a --report naming a folder) gives one line and exit 2
+before anything runs. Exit 1 when a mutant survives a declared tier, the real kernel fails, or no mutant was
+run after all.
 """
 
 import argparse
 import sys
 
 from oracles.provenance import cuda_reason
+from properties.engine import casefile
 from properties.mutants import runner
 from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
@@ -42,6 +44,11 @@ def _replay(argv):
     paths = args.paths or sorted(CORPUS_DIR.glob("*.json"))
     if not paths:
         parser.error(f"no case files in {CORPUS_DIR}: nothing to replay")
+    for path in paths:
+        try:
+            casefile.read(path)
+        except casefile.CaseFileError as exc:
+            parser.error(f"cannot read {exc}")
     if cuda_reason():
         parser.error(f"replay runs the kernel: {cuda_reason()}")
     return 0 if runner.replay(paths) else 1

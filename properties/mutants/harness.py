@@ -42,6 +42,7 @@ STATIC_T = "tests/test_kernel_static_cpu.py::"
 CORPUS_T = "tests/test_corpus_cpu.py::"
 CASEFILE_T = "tests/test_casefile_roundtrip_cpu.py::"
 CASEFILE_READ_T = "tests/test_casefile_cpu.py::"
+STRICT_T = "tests/test_casefile_strict_cpu.py::test_each_fault_is_refused_through_the_api_naming_it"
 INV_T = "tests/test_invariants_cpu.py::test_a_hand_made_break_is_reported"
 SAMPLE_T = "tests/test_model_hardware_sample.py::test_model_matches_recorded_hardware"
 COMMON_T = "tests/test_model_hardware_sample.py::test_the_numpy_common_path_gives_the_torch_bits_at_its_edges"
@@ -225,6 +226,16 @@ CATALOG = (
        CORPUS_T + "test_a_recording_that_lost_a_field_is_refused[metadata-cute]",
        ("            if (field != \"metadata\" or record.case.has_metadata) and (out is None or getattr(out, field) is None):",
         "            if False:")),
+    _m("casefile_duplicate_keys_accepted", CASEFILE, "a key given twice in one object read as its last value",
+       STRICT_T + "[duplicated_key-first]", ("        if key in obj:\n", "        if False:\n")),
+    _m("casefile_byte_order_mark_skipped", CASEFILE, "a UTF-8 byte-order mark read past, as json.loads of bytes does",
+       STRICT_T + "[byte_order_mark-first]",
+       ("    if raw.startswith(codecs.BOM_UTF8):\n", "    if False:\n"),
+       ('text = raw.decode("utf-8")', 'text = raw.decode("utf-8-sig")')),
+    _m("casefile_floats_as_integers", CASEFILE, "1.0 read as an integer (jsonschema's own integer type)",
+       STRICT_T + "[fraction_for_integer-first]",
+       ('    cls = jsonschema.validators.extend(base, type_checker=strict)\n',
+        '    cls = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER)\n')),
     # ---- replay
     _m("replay_skips_recorded_metadata", REPLAY, "replay never compares recorded metadata",
        CORPUS_T + "test_one_changed_recorded_value_is_caught[metadata]",
