@@ -26,7 +26,16 @@ from properties.engine.implementations import REGISTRY
 from properties.families import batches, families
 from properties.mutants import catalog, runner
 from properties.mutants import probe as mutant_probe
-from properties.mutants.catalog import CATALOG, CONTRACT_CPU, CONTRACT_TIERS, EQUIVALENT, STATIC, MutantEditError
+from properties.mutants.catalog import (
+    CATALOG,
+    CONTRACT_CPU,
+    CONTRACT_TIERS,
+    CPU_TIERS,
+    EQUIVALENT,
+    STATIC,
+    TIERS,
+    MutantEditError,
+)
 
 MIN_MUTANTS = 12
 STATIC_MUTANTS = [m for m in CATALOG if STATIC in m.kills]
@@ -87,6 +96,24 @@ def test_every_contract_mutant_edits_the_contract_alone_and_says_why_a_tier_of_i
     assert len(mutants) >= 40 and all({e.target for e in m.edits} == {"contract.py"} for m in mutants)
     assert all(m.escapes for m in mutants if m.kills != set(CONTRACT_TIERS))
     assert all(m.tiers != CONTRACT_TIERS for m in STATIC_MUTANTS)
+
+
+def test_each_mutant_is_planned_under_its_familys_tiers_alone():
+    gpu = {(m.name, t) for m, t in runner.plan(CATALOG, TIERS, False) if m}
+    assert gpu == {(m.name, t) for m in CATALOG for t in m.tiers}
+    cpu = {(m.name, t) for m, t in runner.plan(CATALOG, runner.tiers_of("cpu"), False) if m}
+    assert cpu == {(m.name, t) for m in CATALOG for t in m.kills if t in CPU_TIERS}
+
+
+def test_a_contract_mutant_killed_in_its_tiers_passes_and_one_missed_in_a_declared_tier_fails():
+    mutant = next(m for m in CATALOG if m.name == "rows_up_to_9")
+    real = {("real", t): runner.Outcome(t, False) for t in TIERS}
+    killed = {(mutant.name, t): runner.Outcome(t, True, ["a breach"]) for t in CONTRACT_TIERS}
+    failures, rows = runner.verdicts([mutant], TIERS, {**real, **killed})
+    assert failures == [] and rows[0]["not_run"] == [] and rows[0]["killed_by"] == list(CONTRACT_TIERS)
+    missed = {**killed, (mutant.name, CONTRACT_TIERS[1]): runner.Outcome(CONTRACT_TIERS[1], False)}
+    failures, _ = runner.verdicts([mutant], TIERS, {**real, **missed})
+    assert failures == [f"{mutant.name}: declared killed by ['{CONTRACT_TIERS[1]}'], which did not kill it"]
 
 
 def test_the_real_kernel_passes_the_contract_cpu_tier():
