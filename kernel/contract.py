@@ -106,7 +106,8 @@ def _check_metadata(metadata, local_expert_offset, num_local_experts, tile_n):
         return
     _check_int("tile_n", tile_n, 1, MAX_TILE)
     _check_int("local_expert_offset", local_expert_offset, 0, EXPERTS)
-    _check_int("num_local_experts", num_local_experts, 0, EXPERTS - local_expert_offset)
+    # int(): EXPERTS - a NumPy uint8 or int8 offset would overflow in the offset's own type
+    _check_int("num_local_experts", num_local_experts, 0, EXPERTS - int(local_expert_offset))
     if not isinstance(metadata, torch.Tensor) or metadata.dim() != 1:
         _fail("metadata", "must be a 1-D torch.Tensor")
     _check_tensor("metadata", metadata, torch.int32, tuple(metadata.shape))

@@ -101,7 +101,8 @@ def tiles():
 def local_ranges():
     pairs = [(-1, 8), (0, 0), (0, EXPERTS), (0, EXPERTS + 1), (EXPERTS, 0), (EXPERTS, 1), (EXPERTS + 1, 0),
              (EXPERTS - 1, 1), (EXPERTS - 1, 2), (200, 56), (200, 57), (0, -1), (16.0, 8), (np.int64(16), 8),
-             (True, 8), (16, False), (16, np.int16(8)), (16, 8.0)]
+             (True, 8), (16, False), (16, np.int16(8)), (16, 8.0), (np.uint8(16), np.uint8(8)), (np.int8(16), 8),
+             (np.uint8(EXPERTS - 1), np.uint8(1)), (np.uint8(EXPERTS - 1), np.uint8(2))]
     return {f"local range ({o!r}, {c!r})": replace(WITH, local_expert_offset=o, num_local_experts=c) for o, c in pairs}
 
 

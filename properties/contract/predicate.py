@@ -158,7 +158,7 @@ def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n):
         return
     _require(is_tile(tile_n), "tile_n", "range")
     _require(is_int(local_expert_offset) and 0 <= local_expert_offset <= EXPERTS, "local_expert_offset", "range")
-    _require(is_int(num_local_experts) and 0 <= num_local_experts <= EXPERTS - local_expert_offset,
+    _require(is_int(num_local_experts) and 0 <= num_local_experts <= EXPERTS - int(local_expert_offset),
              "num_local_experts", "range")
     _require(isinstance(metadata, torch.Tensor) and metadata.dim() == 1, "metadata", "tensor")
     f = _tensor("metadata", metadata, torch.int32, tuple(metadata.shape))

@@ -37,12 +37,13 @@ def tiles():
 
 def local_ranges():
     """(local_expert_offset, num_local_experts) at and past both ends of [0, EXPERTS]."""
-    offsets = st.one_of(st.integers(-1, EXPERTS + 1), st.sampled_from([0, EXPERTS, True, 16.0, np.int64(16)]))
+    offsets = st.one_of(st.integers(-1, EXPERTS + 1),
+                        st.sampled_from([0, EXPERTS, True, 16.0, np.int64(16), np.uint8(16), np.int8(100)]))
 
     def counts(offset):
-        room = EXPERTS - offset if isinstance(offset, int) else EXPERTS
+        room = EXPERTS - int(offset) if isinstance(offset, (int, np.integer)) else EXPERTS
         return st.one_of(st.integers(-1, EXPERTS + 1),
-                         st.sampled_from([room, room + 1, room - 1, 0, False, 8.0, np.int16(8)]))
+                         st.sampled_from([room, room + 1, room - 1, 0, False, 8.0, np.int16(8), np.uint8(8)]))
 
     return offsets.flatmap(lambda offset: counts(offset).map(lambda count: (offset, count)))
 
