@@ -36,6 +36,7 @@ GROUPS = (
     ("tests/test_ptx_", "triton oracle"),
     ("tests/test_flashinfer_", "flashinfer oracle"),
     ("tests/test_kernel_", "cute kernel"),
+    ("tests/test_contract_", "cute kernel"),
     ("tests/test_cross_oracles", "cross-oracle"),
     ("tests/test_properties_", "properties"),
     ("tests/test_invariants", "properties"),

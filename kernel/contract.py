@@ -106,19 +106,23 @@ def _check_metadata(metadata, local_expert_offset, num_local_experts, tile_n):
         return
     _check_int("tile_n", tile_n, 1, MAX_TILE)
     _check_int("local_expert_offset", local_expert_offset, 0, EXPERTS)
-    _check_int("num_local_experts", num_local_experts, 0, EXPERTS - local_expert_offset)
+    # int(): EXPERTS - a NumPy uint8 or int8 offset would overflow in the offset's own type
+    _check_int("num_local_experts", num_local_experts, 0, EXPERTS - int(local_expert_offset))
     if not isinstance(metadata, torch.Tensor) or metadata.dim() != 1:
         _fail("metadata", "must be a 1-D torch.Tensor")
     _check_tensor("metadata", metadata, torch.int32, tuple(metadata.shape))
     _check_contiguous("metadata", metadata, TENSOR_ALIGN)
-    if metadata.numel() < metadata_size(tile_n):
-        _fail("metadata", f"must hold at least metadata_size({tile_n}) = {metadata_size(tile_n)} elements, "
-                          f"got {metadata.numel()}")
+    size = metadata_size(int(tile_n))  # a NumPy int is an int here too: layout's takes Python ints only
+    if metadata.numel() < size:
+        _fail("metadata", f"must hold at least metadata_size({tile_n}) = {size} elements, got {metadata.numel()}")
 
 
 def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                      num_local_experts, tile_n):
-    """Raise ValueError naming the first argument outside route's contract (devices are checked last)."""
+    """Raise ValueError naming the first argument outside route's contract, in this order: logits, bias,
+    ids, weights, scale, renormalize; the metadata request (without metadata its three scalars must be 0;
+    with it tile_n, local_expert_offset, num_local_experts, then the metadata tensor); the outputs' overlaps
+    (metadata, ids, weights, each against later outputs and the inputs); the devices last."""
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
         _fail("logits", f"must be a 2-D torch.Tensor [b, {EXPERTS}]")
     b = logits.shape[0]

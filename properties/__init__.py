@@ -3,8 +3,9 @@
 
     engine/                    one case type, the implementations' interface and registry, poisoned buffers,
                                the bitwise comparison, case files, float32 bit patterns, the metadata invariants
-    inputs/, codegen/          what the harness draws (the edge-case catalog, Hypothesis strategies, adversarial
-                               row families); the kernel's static checks on its PTX and SASS
+    inputs/, codegen/,         what the harness draws (the edge-case catalog, Hypothesis strategies, adversarial
+    contract/                  row families); the kernel's static checks on its PTX and SASS; route's contract
+                               stated on its own, its calls at every clause's edge, the property
     bench/, mutants/, soak/    the benchmark, the mutant catalogs, the many-rows soak
     tools/                     make verify's gate, the smoke run, the offline bundle (tools/args.py, every
                                command line's parser, stands below every floor)

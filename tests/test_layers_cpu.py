@@ -36,7 +36,8 @@ def _python_files():
 PROPERTIES_FLOORS = (
     ("properties", "properties.tools.args"),
     ("properties.engine",),  # cases, implementations, comparison, case files, float32 bits, invariants
-    ("properties.inputs", "properties.codegen"),  # what the harness draws; the kernel's static checks
+    # what the harness draws; the kernel's static checks; route's contract stated on its own
+    ("properties.inputs", "properties.codegen", "properties.contract"),
     ("properties.bench", "properties.mutants", "properties.soak"),
     ("properties.tools",),  # the gate, the smoke run, the offline bundle
     ("properties.report",),  # reads what the gate, the bench, the mutants and the soak wrote

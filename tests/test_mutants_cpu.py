@@ -2,7 +2,9 @@
 
 Every edit still applies exactly once to the current kernel; the real kernel passes the static tier through
 the same copy-and-subprocess path the mutants take (so no kill is vacuous); every mutant declared "static" is
-killed by it; the equivalent edits escape it as their reasons say. The differential tier's own logic (sweep,
+killed by it; the equivalent edits escape it as their reasons say; the real kernel passes the contract-cpu
+tier (the contract property with CPU tensors, properties/contract/) and every contract mutant declared
+"contract-cpu" is killed by it. The differential tier's own logic (sweep,
 minimisation, case files, replay) runs here on a fake kernel: the NumPy model with one deliberate fault,
 writing CPU tensors. Saved minimal cases (corpora/mutants/) must still hold the model's outputs, and the
 mutant's must differ from them.
@@ -24,10 +26,20 @@ from properties.engine.implementations import REGISTRY
 from properties.inputs.families import batches, families
 from properties.mutants import catalog, runner
 from properties.mutants import probe as mutant_probe
-from properties.mutants.catalog import CATALOG, EQUIVALENT, STATIC, MutantEditError
+from properties.mutants.catalog import (
+    CATALOG,
+    CONTRACT_CPU,
+    CONTRACT_TIERS,
+    CPU_TIERS,
+    EQUIVALENT,
+    STATIC,
+    TIERS,
+    MutantEditError,
+)
 
 MIN_MUTANTS = 12
 STATIC_MUTANTS = [m for m in CATALOG if STATIC in m.kills]
+CONTRACT_CPU_MUTANTS = [m for m in CATALOG if CONTRACT_CPU in m.kills]
 SAVED_CASES = sorted(mutant_probe.CORPUS_DIR.glob("*.json"))
 
 
@@ -74,6 +86,46 @@ def test_the_static_tier_kills(mutant):
     outcome = runner.run_probe(mutant, STATIC)
     assert outcome.error is None, outcome.error
     assert outcome.killed, f"{mutant.name} survived the static checks"
+    print("\n".join(outcome.evidence[:4]))
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+def test_every_contract_mutant_edits_the_contract_alone_and_says_why_a_tier_of_its_cannot_kill_it():
+    mutants = [m for m in CATALOG if m.tiers == CONTRACT_TIERS]
+    assert len(mutants) >= 40 and all({e.target for e in m.edits} == {"contract.py"} for m in mutants)
+    assert all(m.escapes for m in mutants if m.kills != set(CONTRACT_TIERS))
+    assert all(m.tiers != CONTRACT_TIERS for m in STATIC_MUTANTS)
+
+
+def test_each_mutant_is_planned_under_its_familys_tiers_alone():
+    gpu = {(m.name, t) for m, t in runner.plan(CATALOG, TIERS, False) if m}
+    assert gpu == {(m.name, t) for m in CATALOG for t in m.tiers}
+    cpu = {(m.name, t) for m, t in runner.plan(CATALOG, runner.tiers_of("cpu"), False) if m}
+    assert cpu == {(m.name, t) for m in CATALOG for t in m.kills if t in CPU_TIERS}
+
+
+def test_a_contract_mutant_killed_in_its_tiers_passes_and_one_missed_in_a_declared_tier_fails():
+    mutant = next(m for m in CATALOG if m.name == "rows_up_to_9")
+    real = {("real", t): runner.Outcome(t, False) for t in TIERS}
+    killed = {(mutant.name, t): runner.Outcome(t, True, ["a breach"]) for t in CONTRACT_TIERS}
+    failures, rows = runner.verdicts([mutant], TIERS, {**real, **killed})
+    assert failures == [] and rows[0]["not_run"] == [] and rows[0]["killed_by"] == list(CONTRACT_TIERS)
+    missed = {**killed, (mutant.name, CONTRACT_TIERS[1]): runner.Outcome(CONTRACT_TIERS[1], False)}
+    failures, _ = runner.verdicts([mutant], TIERS, {**real, **missed})
+    assert failures == [f"{mutant.name}: declared killed by ['{CONTRACT_TIERS[1]}'], which did not kill it"]
+
+
+def test_the_real_kernel_passes_the_contract_cpu_tier():
+    outcome = runner.run_probe(None, CONTRACT_CPU)
+    assert outcome.error is None and outcome.killed is False, outcome.error or outcome.evidence
+
+
+@pytest.mark.parametrize("mutant", CONTRACT_CPU_MUTANTS, ids=lambda m: m.name)
+def test_the_contract_cpu_tier_kills(mutant):
+    outcome = runner.run_probe(mutant, CONTRACT_CPU)
+    assert outcome.error is None, outcome.error
+    assert outcome.killed, f"{mutant.name} survived the contract property on the CPU"
     print("\n".join(outcome.evidence[:4]))
 
 

@@ -1,4 +1,5 @@
-"""The mutant catalog on the GPU: both tiers on every mutant of properties/mutants/catalog.py and on the real kernel.
+"""The mutant catalog on the GPU: every tier of its family on every mutant of properties/mutants/catalog.py (static
+and differential for the kernel's, contract-cpu and contract-gpu for the contract's) and on the real kernel.
 
 Every mutant must be killed (each declared tier killing it), every differential kill minimised and saved to
 reports/mutants/<mutant>.json (never the committed corpora/mutants/: `make mutants-corpus` copies them there),

@@ -76,6 +76,8 @@ def test_a_harness_mutant_run_of_no_mutant_fails(monkeypatch):
 
 
 def test_a_kernel_mutant_run_that_probed_no_mutant_fails():
-    assert not ran_a_mutant({"mutants": [{"not_run": ["static", "differential"]}]})
+    kernel, contract = ["static", "differential"], ["contract-cpu", "contract-gpu"]
+    assert not ran_a_mutant({"mutants": [{"tiers": kernel, "not_run": kernel}, {"tiers": contract, "not_run": contract}]})
     assert not ran_a_mutant({"mutants": []})
-    assert ran_a_mutant({"mutants": [{"not_run": ["static", "differential"]}, {"not_run": ["differential"]}]})
+    assert ran_a_mutant({"mutants": [{"tiers": kernel, "not_run": kernel}, {"tiers": kernel, "not_run": ["differential"]}]})
+    assert ran_a_mutant({"mutants": [{"tiers": contract, "not_run": ["contract-gpu"]}]})

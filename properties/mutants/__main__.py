@@ -4,8 +4,10 @@ catch every edit (the catalog: properties/mutants/catalog.py).
     python -m properties.mutants [--tier cpu|gpu|auto] [--only NAME ...] [--all] [--jobs N] [--report PATH]
     python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
 
-``--tier cpu`` runs the static tier on the mutants that declare it (``--all``: on every mutant); ``--tier
-gpu`` runs both tiers on every mutant, minimises each differential kill and saves it to
+``--tier cpu`` runs the CPU tiers on the mutants that declare them: static for the kernel's mutants
+(``--all``: on every kernel mutant), contract-cpu for the contract's; ``--tier gpu`` runs every tier of its
+family on every mutant (static and differential, or contract-cpu and contract-gpu), minimises each
+differential kill and saves it to
 reports/mutants/<mutant>.json (a case file, the mutant's outputs recorded as "mutant:<name>"; `make
 mutants-corpus` copies them into the committed corpora/mutants/). Misuse (an
 unknown mutant, the GPU tier or replay without CUDA, a missing case file or one that is not a case file, a
@@ -20,7 +22,7 @@ import sys
 from oracles.provenance import cuda_reason
 from properties.engine import casefile
 from properties.mutants import runner
-from properties.mutants.catalog import CATALOG, STATIC, TIERS
+from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
 from properties.tools import args as types
 from properties.tools.args import OneLineParser
@@ -30,7 +32,7 @@ MAX_JOBS = 64
 
 def ran_a_mutant(record):
     """Whether any mutant of ``record`` (runner.run's) was probed in at least one tier."""
-    return any(set(TIERS) - set(row["not_run"]) for row in record["mutants"])
+    return any(set(row["tiers"]) - set(row["not_run"]) for row in record["mutants"])
 
 
 def _replay(argv):
@@ -71,7 +73,7 @@ def main(argv=None):
         parser.error(f"--tier gpu: {cuda_reason()}")
     tier = args.tier if args.tier != "auto" else "cpu" if cuda_reason() else "gpu"
     selected = [m for m in CATALOG if not args.only or m.name in args.only]
-    tiers = TIERS if tier == "gpu" else (STATIC,)
+    tiers = runner.tiers_of(tier)
     if not any(mutant for mutant, _ in runner.plan(selected, tiers, args.all)):
         parser.error(f"{'--only ' + ' '.join(args.only) if args.only else 'the catalog'}: no mutant of the selection is run by --tier {tier} "
                      f"(tiers {', '.join(tiers)}; --all runs the static checks on every mutant)")

@@ -1,13 +1,17 @@
 """The mutant catalog: edits of the real kernel's source in known-wrong ways that `make verify`'s checks must
 catch, and the making of an edited copy.
 
-A mutant is a list of exact source edits (old text -> new text) to kernel/routing.py or kernel/primitives.py.
+A mutant is a list of exact source edits (old text -> new text) to kernel/routing.py or kernel/primitives.py
+(the kernel's mutants, probed by the kernel's tiers) or to kernel/contract.py alone (the contract's, probed by
+the contract's tiers).
 Nothing is kept as a copy of the kernel: each mutant is made at run time by copying the ``kernel`` package
 into a fresh folder and applying its edits (an edit whose old text does not occur exactly once stops the run:
 a refactor of the kernel must not silently disarm a mutant). A mutant declares the tiers expected to kill it
 (properties/mutants/probe.py: "static" runs the codegen checks on any CPU, "differential" routes the
-adversarial rows on the GPU); every declared tier must kill it. A mutant that no output can show (ex2's .ftz
-inside the sigmoid, an fma with a -0.0 addend) is declared static only.
+adversarial rows on the GPU; "contract-cpu" and "contract-gpu" run the contract property of
+properties/contract/ with CPU and with CUDA tensors); every declared tier must kill it. A mutant that no
+output can show (ex2's .ftz inside the sigmoid, an fma with a -0.0 addend) is declared static only; a contract
+mutant one of whose tiers cannot reach its clause says why (``escapes``).
 
 EQUIVALENT lists edits that look like bugs but cannot change the kernel, each with the reason; they are not
 run and not counted, but their edits must still apply.
@@ -19,9 +23,12 @@ from dataclasses import dataclass
 from oracles.provenance import REPO_ROOT
 
 KERNEL_DIR = REPO_ROOT / "kernel"
-TARGETS = ("routing.py", "primitives.py")
+TARGETS = ("routing.py", "primitives.py", "contract.py")
 STATIC, DIFFERENTIAL = "static", "differential"
-TIERS = (STATIC, DIFFERENTIAL)
+CONTRACT_CPU, CONTRACT_GPU = "contract-cpu", "contract-gpu"
+KERNEL_TIERS, CONTRACT_TIERS = (STATIC, DIFFERENTIAL), (CONTRACT_CPU, CONTRACT_GPU)
+TIERS = KERNEL_TIERS + CONTRACT_TIERS
+CPU_TIERS = (STATIC, CONTRACT_CPU)  # the tiers any machine runs
 
 
 class MutantEditError(RuntimeError):
@@ -45,16 +52,36 @@ class Mutant:
     kills: frozenset  # the tiers expected to kill it
     reason: str = ""  # for EQUIVALENT entries: why no check can tell it from the kernel
     same_ptx: bool = False  # for EQUIVALENT entries: it compiles to the real kernel's PTX
+    escapes: str = ""  # why a tier of its family (``tiers``) that it does not declare cannot kill it
+
+    @property
+    def tiers(self):
+        """The tiers that probe it: the contract's for an edit of contract.py alone, else the kernel's."""
+        return CONTRACT_TIERS if {e.target for e in self.edits} == {C} else KERNEL_TIERS
 
 
-def _mutant(name, description, kills, *edits, reason="", same_ptx=False):
-    return Mutant(name, description, tuple(Edit(*e) for e in edits), frozenset(kills), reason, same_ptx)
+def _mutant(name, description, kills, *edits, reason="", same_ptx=False, escapes=""):
+    return Mutant(name, description, tuple(Edit(*e) for e in edits), frozenset(kills), reason, same_ptx, escapes)
 
 
-R, P = "routing.py", "primitives.py"
-BOTH = TIERS
+R, P, C = "routing.py", "primitives.py", "contract.py"
+BOTH = KERNEL_TIERS
+CONTRACT = CONTRACT_TIERS
+ON_THE_CPU_ALL_ON_ONE = ("on the CPU every tensor is on the CPU: the logits' own device check refuses every call "
+                         "before any other tensor's device is read")
+NO_MISALIGNED_CUDA_ELEMENT = ("a CUDA tensor's address moves by whole elements (a view of a CUDA buffer starts on "
+                              "one), so an int32 or float32 output 1 to 3 bytes off is made on the CPU alone")
 
-CATALOG = (
+
+def _sig(name, what, old, new=""):
+    """A signature mutant: ``old`` dropped from the checked-call key."""
+    return _mutant(name, f"the checked-call signature without {what}", CONTRACT, (C, old, new))
+
+
+def _clause(name, description, old, new, kills=CONTRACT, escapes=""):
+    return _mutant(name, description, kills, (C, old, new), escapes=escapes)
+
+KERNEL_MUTANTS = (
     # ---- float arithmetic: primitives.py emits one instruction per function
     _mutant("ex2_ftz", "ex2.approx.ftz.f32 in place of ex2.approx.f32 (same outputs: 1 + e absorbs a subnormal e)",
             (STATIC,),
@@ -141,6 +168,117 @@ CATALOG = (
                         "            if warp < rows:\n")),
 )
 
+CONTRACT_MUTANTS = (
+    # ---- clauses made weaker or stronger by one step (kernel/contract.py)
+    _clause("rows_up_to_9", "logits of 9 rows accepted", "if not 1 <= b <= MAX_TOKENS:",
+            "if not 1 <= b <= MAX_TOKENS + 1:"),
+    _clause("rows_up_to_7", "logits of 8 rows refused", "if not 1 <= b <= MAX_TOKENS:",
+            "if not 1 <= b <= MAX_TOKENS - 1:"),
+    _clause("rows_from_0", "logits of no rows accepted", "if not 1 <= b <= MAX_TOKENS:",
+            "if not 0 <= b <= MAX_TOKENS:"),
+    _clause("logits_any_dtype", "logits of any dtype accepted", '_check_tensor("logits", logits, torch.float32,',
+            '_check_tensor("logits", logits, logits.dtype,'),
+    _clause("row_granule_2", "a logits row stride of 2 elements' multiple accepted (8-byte rows)",
+            "logits.stride(0) % VECTOR_WORDS", "logits.stride(0) % 2"),
+    _clause("row_granule_8", "a logits row stride of 4 elements' odd multiple refused (32-byte rows)",
+            "logits.stride(0) % VECTOR_WORDS", "logits.stride(0) % (2 * VECTOR_WORDS)"),
+    _clause("column_stride_free", "a logits column stride other than 1 accepted",
+            "if logits.stride(1) != 1 or logits.stride(0) % VECTOR_WORDS:", "if logits.stride(0) % VECTOR_WORDS:"),
+    _clause("logits_align_8", "logits aligned to 8 bytes accepted", '_check_aligned("logits", logits, TENSOR_ALIGN)',
+            '_check_aligned("logits", logits, 8)'),
+    _clause("tensor_align_32", "logits, bias and metadata must be 32-byte aligned (16 refused)",
+            "TENSOR_ALIGN = 16", "TENSOR_ALIGN = 32"),
+    _mutant("logits_alignment_after_devices", "the logits' alignment checked after the devices", CONTRACT,
+            (C, '    _check_aligned("logits", logits, TENSOR_ALIGN)\n', ""),
+            (C, "    _check_devices({**inputs, **outputs})\n",
+             '    _check_devices({**inputs, **outputs})\n    _check_aligned("logits", logits, TENSOR_ALIGN)\n')),
+    _clause("bias_any_shape", "a bias of any shape accepted", '_check_tensor("bias", bias, torch.float32, (EXPERTS,))',
+            '_check_tensor("bias", bias, torch.float32, tuple(bias.shape))'),
+    _clause("bias_strided", "a strided bias accepted", '_check_contiguous("bias", bias, TENSOR_ALIGN)',
+            '_check_aligned("bias", bias, TENSOR_ALIGN)'),
+    _clause("bias_align_4", "a bias aligned to its element accepted", '_check_contiguous("bias", bias, TENSOR_ALIGN)',
+            '_check_contiguous("bias", bias, bias.element_size())'),
+    _clause("ids_strided", "strided ids accepted", '_check_contiguous("ids", ids, ids.element_size())',
+            '_check_aligned("ids", ids, ids.element_size())'),
+    _clause("ids_unaligned", "ids at any byte address accepted", '_check_contiguous("ids", ids, ids.element_size())',
+            '_check_contiguous("ids", ids, 1)', kills=(CONTRACT_CPU,), escapes=NO_MISALIGNED_CUDA_ELEMENT),
+    _clause("ids_align_16", "ids must be 16-byte aligned (4 refused)",
+            '_check_contiguous("ids", ids, ids.element_size())', '_check_contiguous("ids", ids, TENSOR_ALIGN)'),
+    _clause("weights_any_dtype", "weights of any dtype accepted", '_check_tensor("weights", weights, torch.float32,',
+            '_check_tensor("weights", weights, weights.dtype,'),
+    _clause("weights_any_rows", "weights of any row count accepted", "weights, torch.float32, (b, TOP_K)",
+            "weights, torch.float32, (weights.shape[0], TOP_K)"),
+    _clause("scale_infinite", "an infinite scale accepted (NaN still refused)",
+            "finite = bool(np.isfinite(np.float32(scale)))", "finite = not bool(np.isnan(np.float32(scale)))"),
+    _clause("scale_finite_in_float64", "a scale finite in float64 but not in float32 accepted",
+            "finite = bool(np.isfinite(np.float32(scale)))", "finite = bool(np.isfinite(np.float64(scale)))"),
+    _clause("scale_bool", "a bool scale accepted",
+            "    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):",
+            "    if not isinstance(scale, numbers.Real):"),
+    _clause("renormalize_int", "an int renormalize accepted", "if not isinstance(renormalize, bool):",
+            "if not isinstance(renormalize, (bool, int)):"),
+    _clause("tile_up_to_257", "tile_n 257 accepted", '_check_int("tile_n", tile_n, 1, MAX_TILE)',
+            '_check_int("tile_n", tile_n, 1, MAX_TILE + 1)'),
+    _clause("tile_up_to_255", "tile_n 256 refused", '_check_int("tile_n", tile_n, 1, MAX_TILE)',
+            '_check_int("tile_n", tile_n, 1, MAX_TILE - 1)'),
+    _clause("tile_from_0", "tile_n 0 accepted", '_check_int("tile_n", tile_n, 1, MAX_TILE)',
+            '_check_int("tile_n", tile_n, 0, MAX_TILE)'),
+    _clause("int_bool", "a bool accepted as an int (tile_n, the local range)",
+            "    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:",
+            "    if not isinstance(value, numbers.Integral) or not low <= value <= high:"),
+    _clause("offset_up_to_257", "local_expert_offset 257 accepted",
+            '_check_int("local_expert_offset", local_expert_offset, 0, EXPERTS)',
+            '_check_int("local_expert_offset", local_expert_offset, 0, EXPERTS + 1)'),
+    _clause("count_one_past", "a local range one expert past the last accepted",
+            "num_local_experts, 0, EXPERTS - int(local_expert_offset))",
+            "num_local_experts, 0, EXPERTS - int(local_expert_offset) + 1)"),
+    _clause("count_one_short", "a local range ending at the last expert refused",
+            "num_local_experts, 0, EXPERTS - int(local_expert_offset))",
+            "num_local_experts, 0, EXPERTS - int(local_expert_offset) - 1)"),
+    _clause("tile_free_without_metadata", "a tile_n other than 0 accepted without metadata",
+            '("num_local_experts", num_local_experts), ("tile_n", tile_n)):',
+            '("num_local_experts", num_local_experts)):'),
+    _clause("metadata_any_dtype", "metadata of any dtype accepted", '_check_tensor("metadata", metadata, torch.int32,',
+            '_check_tensor("metadata", metadata, metadata.dtype,'),
+    _clause("metadata_align_4", "metadata aligned to its element accepted",
+            '_check_contiguous("metadata", metadata, TENSOR_ALIGN)',
+            '_check_contiguous("metadata", metadata, metadata.element_size())'),
+    _clause("metadata_without_guard", "metadata one element short (no guard) accepted", "if metadata.numel() < size:",
+            "if metadata.numel() < size - 1:"),
+    _clause("metadata_one_more", "metadata of exactly metadata_size(tile_n) refused", "if metadata.numel() < size:",
+            "if metadata.numel() < size + 1:"),
+    _clause("outputs_may_alias_inputs", "an output overlapping an input accepted",
+            "for other in names[i + 1:] + list(inputs):", "for other in names[i + 1:]:"),
+    _clause("touching_is_overlap", "an output just touching another tensor refused",
+            "a0 < b1 and b0 < a1", "a0 <= b1 and b0 <= a1"),
+    _clause("span_short_of_last_element", "a span that leaves out its last element (overlap by one element accepted)",
+            "return start, start + (last + 1) * t.element_size()", "return start, start + last * t.element_size()"),
+    _clause("metadata_outside_overlap_and_devices", "metadata left out of the overlap and device checks",
+            '{"metadata": metadata, "ids": ids, "weights": weights}', '{"ids": ids, "weights": weights}'),
+    _clause("output_devices_unchecked", "only the inputs' devices checked", "_check_devices({**inputs, **outputs})",
+            "_check_devices(inputs)", kills=(CONTRACT_GPU,), escapes=ON_THE_CPU_ALL_ON_ONE),
+    _clause("cuda_not_required", "logits on any device accepted (the others on the logits')",
+            '    if device.type != "cuda":\n        _fail("logits", f"must be on a CUDA device, got {device}")\n', ""),
+    # ---- attributes dropped from the checked-call signature (kernel/contract.py's signature)
+    _sig("signature_without_scale_type", "the scale's type", "key = (type(scale), scale,", "key = (scale,"),
+    _sig("signature_without_scale_sign", "the sign of a zero scale", "math.copysign(1.0, scale), "),
+    _sig("signature_without_renormalize_type", "renormalize's type", "type(renormalize), "),
+    _sig("signature_without_offset_type", "local_expert_offset's type", "type(local_expert_offset), "),
+    _sig("signature_without_count_type", "num_local_experts' type", "type(num_local_experts), "),
+    _sig("signature_without_tile_type", "tile_n's type", "type(tile_n), tile_n,", "tile_n,"),
+    _sig("signature_without_tile", "tile_n's value", "type(tile_n), tile_n,", "type(tile_n),"),
+    _sig("signature_without_logits_strides", "the logits' strides", "logits.stride(), "),
+    _sig("signature_without_bias_address", "the bias' address", "bias.data_ptr(), "),
+    _sig("signature_without_weights_shape", "the weights' shape", "weights.shape, "),
+    _sig("signature_without_ids_type", "the ids' type", "type(ids), "),
+    _sig("signature_without_ids_device", "the ids' device", "ids.dtype, ids.device,", "ids.dtype,"),
+    _sig("signature_without_metadata_dtype", "the metadata's dtype", "metadata.dtype,\n", "\n"),
+    _sig("signature_without_metadata", "the metadata's presence and attributes",
+         "        if metadata is None:\n            return key\n", "        return key\n"),
+)
+
+CATALOG = KERNEL_MUTANTS + CONTRACT_MUTANTS
+
 EQUIVALENT = (
     _mutant("neg_zero_as_pos_zero", "-0.0 keyed as +0.0 (the canonicalisation the kernel leaves out)", (),
             (R, "    bits = c.bitcast(Uint32)\n",
@@ -178,13 +316,18 @@ def mutated_sources(mutant):
 
 
 def check_catalog(mutants=CATALOG + EQUIVALENT):
-    """Every name unique, every declared tier known, every edit applying exactly once (MutantEditError)."""
+    """Every name unique, every declared tier one of its family's, a tier of its family left undeclared only
+    with the reason it escapes, every edit applying exactly once (MutantEditError)."""
     names = [m.name for m in mutants]
     if len(set(names)) != len(names):
         raise MutantEditError(f"duplicate mutant names in {names}")
     for mutant in mutants:
-        if not mutant.kills <= set(TIERS) or (not mutant.kills and not mutant.reason):
-            raise MutantEditError(f"mutant {mutant.name}: kills {set(mutant.kills)} must name tiers of {TIERS}")
+        if not mutant.kills <= set(mutant.tiers) or (not mutant.kills and not mutant.reason):
+            raise MutantEditError(f"mutant {mutant.name}: kills {set(mutant.kills)} must name tiers of "
+                                  f"{mutant.tiers}")
+        if mutant.tiers == CONTRACT_TIERS and (set(mutant.tiers) - mutant.kills) and not mutant.escapes:
+            raise MutantEditError(f"mutant {mutant.name}: says neither that {set(mutant.tiers) - mutant.kills} "
+                                  "kills it nor why it cannot")
         mutated_sources(mutant)
 
 

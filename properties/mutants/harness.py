@@ -280,7 +280,7 @@ CATALOG = (
        ('failures += [] if rows else ["no mutant ran: nothing was checked"]', "failures += []")),
     _m("mutants_no_mutant_passes", KERNEL_MUTANTS_CLI, "a kernel mutant run that probed no mutant passes",
        VACUOUS_T + "test_a_kernel_mutant_run_that_probed_no_mutant_fails",
-       ('return any(set(TIERS) - set(row["not_run"]) for row in record["mutants"])', "return True")),
+       ('return any(set(row["tiers"]) - set(row["not_run"]) for row in record["mutants"])', "return True")),
     # ---- the write guard: committed records only when the command line names them (issue 20)
     _m("harness_table_to_results", HARNESS_RUN, "the harness kill table written to the committed record by default",
        CLEAN_T + "test_default_forms_leave_git_status_clean",

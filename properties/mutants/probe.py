@@ -1,7 +1,7 @@
 """One kernel (a mutant's edited copy or the real kernel) through one tier, in a process of its own.
 
-    python -m properties.mutants.probe static|differential|replay --kernel-dir DIR --result PATH --name NAME
-                                       [--description TEXT] [--first-kill] [--case PATH ...]
+    python -m properties.mutants.probe static|differential|replay|contract-cpu|contract-gpu --kernel-dir DIR
+                                       --result PATH --name NAME [--description TEXT] [--first-kill] [--case PATH ...]
 
 Started by properties/mutants/runner.py with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
 it first checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence":
@@ -18,6 +18,9 @@ smallest tile; scale 1.0; a zero bias; each step kept only if the mismatch stays
 A kernel call that raises (a mutant that faults the GPU) is "raised", not a kill: the case that raised is
 saved unminimised (the context is gone) and named in ``raised``. Likewise a static check that raises.
 replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
+contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py: every targeted call, the
+checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors; killed means
+route treated a call otherwise than the contract's predicate says.
 The static result also holds each variant's PTX digest, so the runner can tell a mutant that compiles to the
 real kernel.
 
@@ -56,6 +59,7 @@ SCALE_BITS = (0x40200000, 0x3F800000, 0x00123456, 0x7F7FFFFF, 0x00000000)  # 2.5
 TILES = (1, 2, 3, 4, 7, 8, 16, 100, 255, 256)
 SIMPLE_SCALE = np.float32(1.0)
 MISMATCH_LINES = 12
+CONTRACT_EXAMPLES = 100
 MUTANT_PREFIX = "mutant:"  # a mutant's outputs in a case file are recorded under "mutant:<name>"
 GENERATOR_PREFIX = "adversarial rows: "
 
@@ -267,6 +271,16 @@ def static(first_kill):
     return {"killed": bool(evidence), "evidence": evidence, "raised": raised, "case": None, "ptx_sha256": digests}
 
 
+# ---------------------------------------------------------------------------------------------- contract
+
+def contract(cuda):
+    """The contract property on the imported kernel: killed when any call departs from the predicate."""
+    from properties.contract import sweep
+
+    lines = sweep.run(cuda, CONTRACT_EXAMPLES)
+    return {"killed": bool(lines), "evidence": lines, "raised": [], "case": None}
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 def _check_imported(kernel_dir):
@@ -280,7 +294,7 @@ def _check_imported(kernel_dir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tier", choices=("static", "differential", "replay"))
+    parser.add_argument("tier", choices=("static", "differential", "replay", "contract-cpu", "contract-gpu"))
     parser.add_argument("--kernel-dir", required=True)
     parser.add_argument("--result", required=True)
     parser.add_argument("--name", required=True)
@@ -294,6 +308,8 @@ def main(argv=None):
             result = static(args.first_kill)
         elif args.tier == "differential":
             result = differential(args.name, args.description)
+        elif args.tier.startswith("contract-"):
+            result = contract(args.tier == "contract-gpu")
         else:
             result = replay(args.case)
     except Exception:

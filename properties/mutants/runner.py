@@ -20,7 +20,16 @@ from pathlib import Path
 
 from oracles.provenance import REPO_ROOT, cuda_reason, utc_now
 from properties.engine import casefile
-from properties.mutants.catalog import CATALOG, DIFFERENTIAL, EQUIVALENT, STATIC, TIERS, check_catalog, materialise
+from properties.mutants.catalog import (
+    CATALOG,
+    CPU_TIERS,
+    DIFFERENTIAL,
+    EQUIVALENT,
+    STATIC,
+    TIERS,
+    check_catalog,
+    materialise,
+)
 
 DEFAULT_REPORT = REPO_ROOT / "reports" / "mutants.json"
 WORK_ROOT = REPO_ROOT / "build" / "mutants"
@@ -86,13 +95,19 @@ def run_probe(mutant, tier, extra=()):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def tiers_of(tier):
+    """The tiers --tier ``tier`` ("cpu" or "gpu") runs."""
+    return TIERS if tier == "gpu" else CPU_TIERS
+
+
 def plan(mutants, tiers, all_static):
     """(mutant or None for the real kernel, tier) jobs: the real kernel under every tier; each mutant under
-    every tier when the GPU tier runs, else under the static tier where it declares it (or ``all_static``)."""
+    every tier of its family (``Mutant.tiers``) when the GPU tiers run, else under the CPU tiers it declares
+    (and, with ``all_static``, under the static tier whatever it declares)."""
     jobs = [(None, tier) for tier in tiers]
     for mutant in mutants:
-        for tier in tiers:
-            if DIFFERENTIAL in tiers or all_static or tier in mutant.kills:
+        for tier in (t for t in tiers if t in mutant.tiers):
+            if DIFFERENTIAL in tiers or tier in mutant.kills or (all_static and tier == STATIC):
                 jobs.append((mutant, tier))
     return jobs
 
@@ -100,7 +115,7 @@ def plan(mutants, tiers, all_static):
 def verdicts(mutants, tiers, outcomes):
     """(failures, rows): a failure for every error, every real-kernel kill, every declared tier (that ran)
     which missed its mutant, every mutant that compiles to the real kernel's PTX, and every mutant no tier
-    killed when all tiers ran."""
+    killed when all tiers of its family ran."""
     failures, rows = [], []
     for tier in tiers:
         real = outcomes[("real", tier)]
@@ -119,13 +134,14 @@ def verdicts(mutants, tiers, outcomes):
         if real_ptx and STATIC in ran and ran[STATIC].ptx == real_ptx:
             failures.append(f"{mutant.name}: compiles to the real kernel's PTX, so nothing can kill it (equivalent)")
         killed_by = [tier for tier, o in ran.items() if o.killed]
-        if set(TIERS) <= set(tiers) and not killed_by:
+        if set(mutant.tiers) <= set(tiers) and not killed_by:
             failures.append(f"{mutant.name}: survived every tier")
         rows.append({"mutant": mutant.name, "description": mutant.description,
-                     "expected": [t for t in TIERS if t in mutant.kills],
+                     "tiers": list(mutant.tiers), "expected": [t for t in mutant.tiers if t in mutant.kills],
+                     "escapes": mutant.escapes,
                      "killed_by": killed_by, "not_killed_by": [t for t, o in ran.items() if o.killed is False],
                      "raised_in": [t for t, o in ran.items() if o.raised],
-                     "not_run": [t for t in TIERS if t not in ran],
+                     "not_run": [t for t in mutant.tiers if t not in ran],
                      "case": next((o.case for o in ran.values() if o.case), None),
                      "evidence": {t: o.evidence[:6] for t, o in ran.items()},
                      "seconds": {t: round(o.seconds, 1) for t, o in ran.items()}})
@@ -175,7 +191,7 @@ def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT
         tier = "gpu" if gpu else "cpu"
     if tier == "gpu" and not gpu:
         raise RuntimeError("--tier gpu: no CUDA device here (torch.cuda.is_available() is False)")
-    tiers = TIERS if tier == "gpu" else (STATIC,)
+    tiers = tiers_of(tier)
     unknown = set(only) - {m.name for m in CATALOG}
     if unknown:
         raise ValueError(f"--only: no mutant named {sorted(unknown)}; the catalog has {[m.name for m in CATALOG]}")

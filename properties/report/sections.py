@@ -175,8 +175,8 @@ def mutants(source, page_dir):
     for m in d["mutants"]:
         cells = []
         for tier in tiers:
-            state = ("killed" if tier in m["killed_by"] else "raised" if tier in m["raised_in"]
-                     else "not run" if tier in m["not_run"] else "not killed")
+            state = ("not its tier" if tier not in m.get("tiers", tiers) else "killed" if tier in m["killed_by"]
+                     else "raised" if tier in m["raised_in"] else "not run" if tier in m["not_run"] else "not killed")
             expected = tier in m["expected"]
             verdict_class = ("ok" if state == "killed" else "bad") if expected else \
                 ("extra" if state == "killed" else "neutral")

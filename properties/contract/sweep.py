@@ -1,0 +1,73 @@
+"""The contract property in one run, for the contract tiers of the mutant catalog (properties/mutants/probe.py):
+the targeted calls of every group, the cache's twins (the signature's on the CPU, the cache's on a GPU) and
+``examples`` drawn calls (derandomized), against whatever ``kernel`` is imported. The tests
+(tests/test_contract_property_*.py) run the same parts under the session's Hypothesis profile.
+"""
+
+import torch
+from hypothesis import HealthCheck, Phase, given, settings
+
+from kernel import routing
+from properties.contract import cache
+from properties.contract.check import breaches
+from properties.contract.edges import targeted
+from properties.contract.strategies import calls
+
+MAX_LINES = 12
+
+
+def device_of(cuda):
+    return torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+
+
+def synchronizer(cuda):
+    return torch.cuda.synchronize if cuda else (lambda: None)
+
+
+def targeted_breaches(cuda, group=None, first=False):
+    """Lines for every targeted call (of ``group``, default all) that route does not treat as the contract says
+    (``first``: for the first such call only)."""
+    device, sync = device_of(cuda), synchronizer(cuda)
+    lines = []
+    for name, cases in targeted(cuda).items():
+        if group is None or name == group:
+            for label, call in cases.items():
+                lines += [f"{name} / {label}: {line}" for line in breaches(call, device, routing.route,
+                                                                           synchronize=sync)]
+                if lines and first:
+                    return lines
+    return lines
+
+
+def drawn_breaches(cuda, examples):
+    """The lines of the last (smallest) drawn call route did not treat as the contract says, else []."""
+    device, sync = device_of(cuda), synchronizer(cuda)
+    found = []
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              phases=(Phase.explicit, Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    @given(calls(cuda))
+    def honoured(call):
+        lines = breaches(call, device, routing.route, synchronize=sync)
+        if lines:
+            found[:] = [f"drawn: {call.describe()}"] + lines
+            raise AssertionError(lines[0])
+
+    try:
+        honoured()
+    except AssertionError:
+        pass
+    return found
+
+
+def run(cuda, examples):
+    """The first breach's lines (empty: the imported kernel honours the contract), the cheap parts first."""
+    if cuda:
+        for renormalize in (True, False):
+            routing.prepare(renormalize)
+    lines = targeted_breaches(cuda, first=True)
+    if not lines:
+        lines = cache.cache_breaches(device_of(cuda), synchronizer(cuda)) if cuda else cache.signature_breaches()
+    if not lines:
+        lines = drawn_breaches(cuda, examples)
+    return lines[:MAX_LINES]
