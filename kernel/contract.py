@@ -31,9 +31,17 @@ def _fail(name, message):
     raise ValueError(f"route: {name} {message}")
 
 
+def _check_dense(name, t):
+    """A strided tensor: a sparse or nested one has no one address and strides to read."""
+    if t.is_nested or t.layout != torch.strided:
+        _fail(name, f"must be a dense tensor (torch.strided layout), got "
+                    f"{'a nested tensor' if t.is_nested else t.layout}")
+
+
 def _check_tensor(name, t, dtype, shape):
     if not isinstance(t, torch.Tensor):
         _fail(name, f"must be a torch.Tensor, got {type(t).__name__}")
+    _check_dense(name, t)
     if t.dtype != dtype:
         _fail(name, f"must have dtype {dtype}, got {t.dtype}")
     if tuple(t.shape) != shape:
@@ -125,6 +133,7 @@ def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, lo
     (metadata, ids, weights, each against later outputs and the inputs); the devices last."""
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
         _fail("logits", f"must be a 2-D torch.Tensor [b, {EXPERTS}]")
+    _check_dense("logits", logits)
     b = logits.shape[0]
     if not 1 <= b <= MAX_TOKENS:
         _fail("logits", f"must have 1 to {MAX_TOKENS} rows, got {b}")

@@ -18,6 +18,8 @@ from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_
 ARGUMENTS = ("logits", "bias", "ids", "weights", "scale", "renormalize", "metadata", "local_expert_offset",
              "num_local_experts", "tile_n")
 NOT_TENSORS = {"list": [0.0] * 4, "None": None, "ndarray": np.zeros(4, np.float32), "int": 3}
+# Tensors that are not dense, made from a view of the arena (copies: a refusal's arena stays as it was).
+FORMS = {"sparse": lambda t: t.to_sparse(), "nested": lambda t: torch.nested.nested_tensor([t], layout=torch.jagged)}
 ARENA_SLACK = 64  # bytes past the last tensor's span
 OUTPUT_DTYPES = {"ids": torch.int32, "weights": torch.float32, "metadata": torch.int32}
 POISON_BITS = {"ids": IDS_POISON, "weights": WEIGHT_POISON_BITS, "metadata": METADATA_POISON}  # as int32
@@ -36,6 +38,7 @@ class Placed:
     strides: tuple
     offset: int
     on_cpu: bool = False  # in the CPU arena whatever the call's device
+    form: str = "dense"  # or a key of FORMS: the view handed over as a sparse or nested copy
 
     def extent(self):
         """Bytes from the offset to one past the last byte the elements reach (0 when empty)."""
@@ -86,8 +89,9 @@ class Call:
 def _describe(value):
     if isinstance(value, Placed):
         where = " on the CPU" if value.on_cpu else ""
+        form = "" if value.form == "dense" else f" as a {value.form} tensor"
         dtype = str(value.dtype).removeprefix("torch.")
-        return f"{dtype}{list(value.shape)} strides {value.strides} at +{value.offset}{where}"
+        return f"{dtype}{list(value.shape)} strides {value.strides} at +{value.offset}{where}{form}"
     return f"{type(value).__name__}({value!r})" if type(value).__module__ == "numpy" else repr(value)
 
 
@@ -146,6 +150,9 @@ def make(call, device, seed=0, arenas=None):
         t = arguments[name]
         if isinstance(t, torch.Tensor) and t.dtype == OUTPUT_DTYPES[name] and t.is_contiguous():
             t.view(torch.int32).fill_(bits)
+    for name, p in call.placed().items():  # after the poison: a copy leaves the arena as it was
+        if p.form != "dense":
+            arguments[name] = FORMS[p.form](arguments[name])
     return Made(call, arenas, arguments)
 
 

@@ -18,7 +18,8 @@ from properties.contract.predicate import judge
 from properties.engine.poison import METADATA_POISON
 
 # The word of route's message that says which clause a refusal is for.
-CLAUSE_WORDS = {"tensor": "torch.Tensor", "rows": "rows", "dtype": "dtype", "shape": "shape", "strides": "stride",
+CLAUSE_WORDS = {"tensor": "torch.Tensor", "layout": "strided", "rows": "rows", "dtype": "dtype", "shape": "shape",
+                "strides": "stride",
                 "contiguous": "contiguous", "alignment": "aligned", "real": "real number", "finite": "finite",
                 "bool": "bool", "without metadata": "without", "range": "int in", "size": "metadata_size",
                 "overlap": "alias", "device": "device"}

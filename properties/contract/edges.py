@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from properties.contract.calls import NOT_TENSORS, changed, dense_strides, element_size, over, valid_call, with_residue
+from properties.contract.calls import FORMS, NOT_TENSORS, changed, dense_strides, element_size, over, valid_call, \
+    with_residue
 from properties.contract.predicate import ALIGN, F32_OVERFLOW, OUTPUTS, TENSORS, is_tile
 
 B, TILE, OFFSET, COUNT = 3, 8, 16, 32
@@ -124,6 +125,10 @@ def not_tensors():
     return {f"{n} a {k}": replace(WITH, **{n: v}) for n in TENSORS for k, v in NOT_TENSORS.items()}
 
 
+def not_dense():
+    return {f"{n} {form}": changed(WITH, n, form=form) for n in TENSORS for form in FORMS}
+
+
 def overlaps():
     """Each output against each other tensor: touching it from before and after (valid), one element over
     either end, the same start, inside."""
@@ -165,7 +170,8 @@ def targeted(cuda=False):
     """{group: {label: Call}} (the device group on a GPU only: on the CPU every tensor is on the CPU)."""
     groups = {"valid": valid(), "rows": rows(), "dtype": dtypes(), "shape": shapes(), "strides": strides(),
               "alignment": alignment(cuda), "metadata": metadata(), "tile": tiles(), "local range": local_ranges(),
-              "scale": scales(), "renormalize": renormalizes(), "not a tensor": not_tensors(), "overlap": overlaps()}
+              "scale": scales(), "renormalize": renormalizes(), "not a tensor": not_tensors(),
+              "not dense": not_dense(), "overlap": overlaps()}
     if cuda:
         groups["device"] = devices()
     return groups

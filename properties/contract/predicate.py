@@ -5,7 +5,9 @@ Written from ``kernel.routing.route``'s docstring and the contract's text, not f
 imports of the kernel only kernel/layout.py's shapes). The clauses, in the order they are checked (each
 argument's own clauses first, then the outputs' overlaps, the devices last):
 
-- logits: a torch.Tensor of 2 dimensions; 1 to MAX_TOKENS rows (b); float32; shape [b, EXPERTS]; unit column
+Every tensor is dense: strided, not sparse, not nested (checked right after it is found to be a tensor).
+
+- logits: a torch.Tensor of 2 dimensions; dense; 1 to MAX_TOKENS rows (b); float32; shape [b, EXPERTS]; unit column
   stride and a row stride that is a multiple of ROW_GRANULE elements (16-byte rows; 0, an expanded row, is one);
   its address a multiple of 16 bytes.
 - bias: a torch.Tensor; float32; shape [EXPERTS]; contiguous; 16-byte aligned.
@@ -128,8 +130,13 @@ def f32_finite(value):
     return math.isfinite(x) and abs(x) < F32_OVERFLOW
 
 
+def is_dense(t):
+    return t.layout == torch.strided and not t.is_nested
+
+
 def _tensor(name, t, dtype, shape):
     _require(isinstance(t, torch.Tensor), name, "tensor")
+    _require(is_dense(t), name, "layout")
     f = facts(t)
     _require(f.dtype == dtype, name, "dtype")
     _require(f.shape == shape, name, "shape")
@@ -140,6 +147,7 @@ def _tensor(name, t, dtype, shape):
 
 def _logits(logits):
     _require(isinstance(logits, torch.Tensor) and logits.dim() == 2, "logits", "tensor")
+    _require(is_dense(logits), "logits", "layout")
     b = logits.shape[0]
     _require(1 <= b <= MAX_TOKENS, "logits", "rows")
     f = facts(logits)

@@ -16,8 +16,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from properties.contract.calls import NOT_TENSORS, Placed, changed, dense_strides, element_size, over, valid_call, \
-    with_residue
+from properties.contract.calls import FORMS, NOT_TENSORS, Placed, changed, dense_strides, element_size, over, \
+    valid_call, with_residue
 from properties.contract.predicate import F32_OVERFLOW, OUTPUTS, TENSORS, is_tile
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float64, torch.int32)
@@ -209,6 +209,13 @@ def edge_not_a_tensor(call, cuda):
         lambda nv: replace(call, **{nv[0]: nv[1]}))
 
 
+def edge_not_dense(call, cuda):
+    """One tensor argument handed over as a sparse or a nested tensor."""
+    names = [n for n in TENSORS if isinstance(getattr(call, n), Placed)]
+    return st.tuples(st.sampled_from(names), st.sampled_from(list(FORMS))).map(
+        lambda nf: changed(call, nf[0], form=nf[1]))
+
+
 def edge_device(call, cuda):
     """One tensor on the CPU while the others are on the GPU (on the CPU tier, every call is on the CPU)."""
     names = [n for n in TENSORS if isinstance(getattr(call, n), Placed)]
@@ -219,7 +226,7 @@ EDGES = {"rows": edge_rows, "dtype": edge_dtype, "shape": edge_shape, "strides":
          "alignment": edge_alignment, "metadata_size": edge_metadata_size,
          "metadata_arguments": edge_metadata_arguments, "tile": edge_tile, "local_range": edge_local_range,
          "scale": edge_scale, "renormalize": edge_renormalize, "not_a_tensor": edge_not_a_tensor,
-         "overlap": edge_overlap, "device": edge_device}
+         "not_dense": edge_not_dense, "overlap": edge_overlap, "device": edge_device}
 LAST = ("not_a_tensor", "overlap", "device")  # edges whose change a relayout would undo or that need tensors
 
 

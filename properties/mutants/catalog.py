@@ -192,6 +192,9 @@ CONTRACT_MUTANTS = (
             (C, '    _check_aligned("logits", logits, TENSOR_ALIGN)\n', ""),
             (C, "    _check_devices({**inputs, **outputs})\n",
              '    _check_devices({**inputs, **outputs})\n    _check_aligned("logits", logits, TENSOR_ALIGN)\n')),
+    _clause("sparse_and_nested_unchecked", "sparse and nested tensors not refused as such (reading their strides or "
+            "sizes then raises RuntimeError, not ValueError)", "    if t.is_nested or t.layout != torch.strided:",
+            "    if False:"),
     _clause("bias_any_shape", "a bias of any shape accepted", '_check_tensor("bias", bias, torch.float32, (EXPERTS,))',
             '_check_tensor("bias", bias, torch.float32, tuple(bias.shape))'),
     _clause("bias_strided", "a strided bias accepted", '_check_contiguous("bias", bias, TENSOR_ALIGN)',
