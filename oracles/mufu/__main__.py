@@ -5,6 +5,7 @@
     python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
     python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs, and the model's GPU
                                                  sigmoid throughput -> data/exhaustive-proof.json
+    python -m oracles.mufu survey DIR            the other MUFU units' structure survey -> DIR (oracles.mufu.survey)
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json
 
@@ -302,6 +303,8 @@ def main(argv=None):
     p.add_argument("--check", action="store_true", help="re-derive and compare with the stored file byte for byte")
     sub.add_parser("record-sample", help="record the hardware outputs of the stratified sample")
     sub.add_parser("prove", help="compare the model with the hardware over every input; time its GPU sigmoid")
+    p = sub.add_parser("survey", help="survey the units not yet modelled into a folder (GPU)")
+    p.add_argument("directory", help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     args = parser.parse_args(argv)
     if args.command == "fit":
@@ -313,6 +316,11 @@ def main(argv=None):
     DATA.mkdir(parents=True, exist_ok=True)
     if args.command == "measure":
         return measure(args.check)
+    if args.command == "survey":
+        from oracles.mufu import survey
+
+        survey.run(args.directory)
+        return 0
     if args.command == "record-sample":
         return record_sample()
     return prove()
