@@ -5,6 +5,8 @@
     python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
     python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs, and the model's GPU
                                                  sigmoid throughput -> data/exhaustive-proof.json
+    python -m oracles.mufu fit-survey DIR [--check]  (CPU) coefficients of the survey-fitted units (RSQ, SQRT)
+                                                 -> data/mufu-survey-coefficients.json
     python -m oracles.mufu survey DIR            the other MUFU units' structure survey -> DIR (oracles.mufu.survey)
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json
@@ -303,12 +305,19 @@ def main(argv=None):
     p.add_argument("--check", action="store_true", help="re-derive and compare with the stored file byte for byte")
     sub.add_parser("record-sample", help="record the hardware outputs of the stratified sample")
     sub.add_parser("prove", help="compare the model with the hardware over every input; time its GPU sigmoid")
+    p = sub.add_parser("fit-survey", help="fit the survey-fitted units' coefficients from a survey folder (CPU)")
+    p.add_argument("directory", help="a folder written by `survey`")
+    p.add_argument("--check", action="store_true", help="re-fit and compare with the stored file byte for byte")
     p = sub.add_parser("survey", help="survey the units not yet modelled into a folder (GPU)")
     p.add_argument("directory", help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     args = parser.parse_args(argv)
     if args.command == "fit":
         return fit.main(args.check)
+    if args.command == "fit-survey":
+        from oracles.mufu import segments
+
+        return segments.main(args.directory, args.check)
     if args.command == "prove-numpy-path":
         return prove_numpy_path()
     if not torch.cuda.is_available():
