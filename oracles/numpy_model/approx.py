@@ -1,0 +1,197 @@
+"""Bitwise models of the H200's other approximate PTX instructions, beside those of the routing kernel
+(oracles.numpy_model.primitives): rcp.approx.f32, rsqrt.approx[.ftz].f32, sqrt.approx[.ftz].f32,
+ex2.approx.f16 and ex2.approx.ftz.bf16.
+
+MUFU.RSQ and MUFU.SQRT are quadratic interpolators fitted from the survey (oracles.mufu.segments); the f16
+and bf16 forms of ex2 are MUFU.EX2 (the routing model's own) rounded toward zero. The SASS around each unit,
+read from ptxas (Triton 3.6.0, sm_90a), is in oracles/mufu/data/sass-sequences.json. Each function is proved
+over every input on the H200 (oracles/mufu/data/exhaustive-proof.json, "approximate_ops"). Arrays in,
+arrays out; the same code runs on torch tensors.
+"""
+
+import functools
+
+import numpy as np
+
+from oracles.mufu import segments
+from oracles.numpy_model._xp import bits, floats, i32, i64, namespace, nowhere, select, take, truncate_to_i32
+from oracles.numpy_model.primitives import (_ABS, _FRACTION, _INF_BITS, _INF_EXPONENT, _QUARTER, _RANGE_HIGH,
+                                            _RANGE_LOW, _SIGN, _TWO_TO_24, ONE, _ex2_approx_ftz_f32, _f32,
+                                            _mul_rn, _public, _rcp_approx_ftz_f32, _units)
+
+_SMALLEST_NORMAL = 1 << 23
+_TWO_TO_12 = 0x45800000
+_TWO_TO_MINUS_12 = 0x39800000
+_F16_INF = 0x7C00
+_HALF_NAN = 0x7FFF  # what MUFU.EX2.F16 and MUFU.EX2.BF16 write for a NaN
+
+
+@functools.lru_cache(maxsize=None)
+def _segment_units_on(xp, device):
+    """The survey-fitted units (oracles.mufu.segments) as int64 arrays of ``xp`` (on ``device`` for torch)."""
+    units = segments.load()
+    if xp is not np:
+        units = {name: {key: xp.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
+                        for key, v in unit.items()} for name, unit in units.items()}
+    return units
+
+
+def _segmented(name, index):
+    """R of the survey-fitted unit ``name`` at int32 indices: (C0 + C1*x + C2*sq(x)) >> shift."""
+    unit = _segment_units_on(namespace(index), getattr(index, "device", None))[name]
+    i = i64(index)
+    segment, x = i >> unit["x_bits"], i & ((1 << unit["x_bits"]) - 1)
+    acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
+        unit["square"], x)
+    return truncate_to_i32(acc >> unit["result_shift"])
+
+
+def _interpolate(unit, f):
+    """R = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT for int32 fractions ``f`` (oracles.mufu.interpolator)."""
+    f = i64(f)
+    segment, x = f >> unit["x_bits"], f & ((1 << unit["x_bits"]) - 1)
+    acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
+        unit["square"], x)
+    return truncate_to_i32(acc >> interpolator.RESULT_SHIFT)
+
+
+@functools.lru_cache(maxsize=None)
+def _every_output(kernel):
+    """uint16 [2^16]: ``kernel`` (a 16-bit model) at every input, computed once, so NumPy calls are one gather."""
+    with np.errstate(all="ignore"):
+        return kernel(np.arange(1 << 16, dtype=np.uint16))
+
+
+def _public16(kernel):
+    """The public form of a 16-bit kernel: bit patterns in and out, uint16 NumPy arrays or int16 tensors."""
+
+    @functools.wraps(kernel)
+    def run(h):
+        xp = namespace(h)
+        want = np.uint16 if xp is np else xp.int16
+        if h.dtype != want:
+            raise ValueError(f"h must be {'uint16' if xp is np else 'int16'} bit patterns, got {h.dtype}")
+        if xp is not np:
+            return kernel(h)
+        return np.take(_every_output(kernel), h.astype(np.intp), mode="clip")
+
+    run.__name__ = run.__qualname__ = kernel.__name__.lstrip("_")
+    return run
+
+
+def _rcp_approx_f32(y):
+    """rcp.approx.f32: k * MUFU.RCP(y * k), k = 0.25 where |y| > 2^126, 2^24 where |y| < 2^-126, else 1."""
+    xp = namespace(y)
+    magnitude = xp.abs(y)
+    high, low = magnitude > _RANGE_HIGH, magnitude < _RANGE_LOW
+    if nowhere(high) and nowhere(low):
+        return _rcp_approx_ftz_f32(y)
+    k = floats(xp.where(high, _QUARTER, xp.where(low, i32(xp, y, _TWO_TO_24), ONE)))
+    return _mul_rn(k, _rcp_approx_ftz_f32(_mul_rn(y, k)))
+
+
+def _root(x, unit, direction):
+    """MUFU.RSQ (direction -1) or MUFU.SQRT (+1) of a positive normal x: the unit's R at (exponent parity,
+    fraction), its exponent moved by direction * (exponent - 127 - parity) / 2."""
+    b = bits(x)
+    exponent = (b >> 23) & _INF_EXPONENT
+    parity = (exponent + 1) & 1
+    index = (parity << 23) | (b & _FRACTION)
+    r = _segmented(unit, index)
+    exact = segments.UNITS[unit]["exact_at_zero"]
+    if exact is not None:
+        r = select(index == 0, i32(namespace(x), b, exact), r)
+    return r + segments.UNITS[unit]["result_base"] + direction * (((exponent - 127 - parity) >> 1) << 23)
+
+
+def _all_positive_normal(x):
+    """True for a NumPy block of positive normal floats only (the common case, no special input to handle);
+    False for torch, so the GPU runs every branch."""
+    if namespace(x) is not np or x.size == 0:
+        return False
+    b = bits(x)
+    return bool(b.min() >= _SMALLEST_NORMAL and b.max() < _INF_BITS)
+
+
+def _rsqrt_approx_ftz_f32(x):
+    """MUFU.RSQ (rsqrt.approx.ftz.f32): +-0 and subnormals give +-inf, +inf gives +0, negatives and NaN NaN."""
+    xp = namespace(x)
+    if _all_positive_normal(x):
+        return floats(_root(x, "rsq", -1))
+    b, nan = bits(x), _units(x)[1]
+    exponent = (b >> 23) & _INF_EXPONENT
+    result = _root(x, "rsq", -1)
+    result = select(exponent == 0, (b & _SIGN) | i32(xp, b, _INF_BITS), select(b == _INF_BITS, 0, result))
+    return floats(select(((b < 0) & (exponent != 0)) | ((b & _ABS) > _INF_BITS), nan, result))
+
+
+def _sqrt_approx_ftz_f32(x):
+    """MUFU.SQRT (sqrt.approx.ftz.f32): +-0 and subnormals give +-0, +inf +inf, negatives and NaN NaN."""
+    if _all_positive_normal(x):
+        return floats(_root(x, "sqrt", 1))
+    b, nan = bits(x), _units(x)[1]
+    exponent = (b >> 23) & _INF_EXPONENT
+    result = _root(x, "sqrt", 1)
+    result = select(exponent == 0, b & _SIGN, select(b == _INF_BITS, b, result))
+    return floats(select(((b < 0) & (exponent != 0)) | ((b & _ABS) > _INF_BITS), nan, result))
+
+
+def _scaled_below_normal(x, unit_fn, result_scale):
+    """The non-.ftz wrapper of rsqrt and sqrt: where |x| < 2^-126, x * 2^24 into the unit, the result times
+    ``result_scale`` (an FMUL each); elsewhere the unit alone."""
+    xp = namespace(x)
+    low = xp.abs(x) < _RANGE_LOW
+    if nowhere(low):
+        return unit_fn(x)
+    r = unit_fn(xp.where(low, _mul_rn(x, _f32(x, _TWO_TO_24)), x))
+    return xp.where(low, _mul_rn(r, _f32(x, result_scale)), r)
+
+
+def _rsqrt_approx_f32(x):
+    """rsqrt.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.RSQ(x * 2^24) * 2^12."""
+    return _scaled_below_normal(x, _rsqrt_approx_ftz_f32, _TWO_TO_12)
+
+
+def _sqrt_approx_f32(x):
+    """sqrt.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.SQRT(x * 2^24) * 2^-12."""
+    return _scaled_below_normal(x, _sqrt_approx_ftz_f32, _TWO_TO_MINUS_12)
+
+
+def _ex2_approx_f16(h):
+    """ex2.approx.f16 (MUFU.EX2.F16): MUFU.EX2 of the exact float32 of h, rounded toward zero to f16
+    (subnormal results kept), results of 2^16 and above +inf, a NaN the canonical 0x7FFF."""
+    xp = namespace(h)
+    x = h.view(np.float16).astype(np.float32) if xp is np else h.view(xp.float16).to(xp.float32)
+    b = bits(_ex2_approx_ftz_f32(x))  # >= +0, +inf or NaN
+    normal = (b - ((127 - 15) << 23)) >> 13  # f16 exponent and the top 10 fraction bits
+    subnormal = truncate_to_i32(floats(b) * _f32(x, _TWO_TO_24))  # in units of 2^-24, truncated
+    r = xp.where(b < (113 << 23), subnormal, normal)  # below 2^-14: f16 subnormal
+    r = xp.where(b >= (143 << 23), i32(xp, b, _F16_INF), r)  # 2^16 and above, +inf
+    return _to16(xp.where((b & _ABS) > _INF_BITS, i32(xp, b, _HALF_NAN), r))
+
+
+def _ex2_approx_ftz_bf16(h):
+    """ex2.approx.ftz.bf16 (MUFU.EX2.BF16): MUFU.EX2 of the float32 of h, truncated to its top 16 bits."""
+    x = floats((_from16(h) << 16))
+    return _to16(bits(_ex2_approx_ftz_f32(x)) >> 16)
+
+
+def _from16(h):
+    """int32 of 16-bit patterns (uint16 NumPy, int16 torch), zero-extended."""
+    xp = namespace(h)
+    return h.astype(np.int32) if xp is np else h.to(xp.int32) & 0xFFFF
+
+
+def _to16(r):
+    """16-bit patterns of int32 ``r`` in the public dtype: uint16 (NumPy) or int16 (torch)."""
+    xp = namespace(r)
+    return (r & 0xFFFF).astype(np.uint16) if xp is np else r.to(xp.int16)
+
+
+rcp_approx_f32 = _public(_rcp_approx_f32)
+rsqrt_approx_ftz_f32 = _public(_rsqrt_approx_ftz_f32)
+rsqrt_approx_f32 = _public(_rsqrt_approx_f32)
+sqrt_approx_ftz_f32 = _public(_sqrt_approx_ftz_f32)
+sqrt_approx_f32 = _public(_sqrt_approx_f32)
+ex2_approx_f16 = _public16(_ex2_approx_f16)
+ex2_approx_ftz_bf16 = _public16(_ex2_approx_ftz_bf16)
