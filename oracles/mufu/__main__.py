@@ -7,6 +7,8 @@
                                                  sigmoid throughput -> data/exhaustive-proof.json
     python -m oracles.mufu fit-survey DIR [--check]  (CPU) coefficients of the survey-fitted units (RSQ, SQRT)
                                                  -> data/mufu-survey-coefficients.json
+    python -m oracles.mufu survey-record DIR     (CPU) a survey folder's committed evidence -> data/mufu-survey.json,
+                                                 data/mufu-survey-half.npz
     python -m oracles.mufu survey DIR            the other MUFU units' structure survey -> DIR (oracles.mufu.survey)
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json
@@ -134,13 +136,12 @@ SAMPLED = {"ex2_approx_ftz_f32": 1, "ex2_approx_f32": 1, "rcp_approx_ftz_f32": 1
 # the unary primitives above, 16-bit ones over all 2^16 inputs (stratum "all").
 APPROX_F32 = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32")
 APPROX_16 = ("ex2_approx_f16", "ex2_approx_ftz_bf16")
-SAMPLED.update({name: 1 for name in APPROX_F32})
 HALF_STRATA = {"all": lambda: np.arange(1 << 16, dtype=np.uint16)}
 
 
 def record_sample():
     out = {"provenance": _provenance(), "digest_chunk": sample.DIGEST_CHUNK, "primitives": {}}
-    for name, arity in SAMPLED.items():
+    for name, arity in list(SAMPLED.items()) + [(name, 1) for name in APPROX_F32]:
         strata = sample.UNARY_STRATA if arity == 1 else sample.BINARY_STRATA
         entry = {}
         for stratum, make in strata.items():
@@ -362,6 +363,8 @@ def main(argv=None):
     p = sub.add_parser("fit-survey", help="fit the survey-fitted units' coefficients from a survey folder (CPU)")
     p.add_argument("directory", help="a folder written by `survey`")
     p.add_argument("--check", action="store_true", help="re-fit and compare with the stored file byte for byte")
+    p = sub.add_parser("survey-record", help="commit a survey folder's evidence into data/ (CPU)")
+    p.add_argument("directory", help="a folder written by `survey`")
     p = sub.add_parser("survey", help="survey the units not yet modelled into a folder (GPU)")
     p.add_argument("directory", help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
@@ -372,6 +375,10 @@ def main(argv=None):
         from oracles.mufu import segments
 
         return segments.main(args.directory, args.check)
+    if args.command == "survey-record":
+        from oracles.mufu import survey
+
+        return survey.write_record(args.directory)
     if args.command == "prove-numpy-path":
         return prove_numpy_path()
     if not torch.cuda.is_available():

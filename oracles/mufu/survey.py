@@ -14,6 +14,7 @@ hardware.HALF are kept whole (every input).
 import hashlib
 import json
 import lzma
+import re
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -229,3 +230,24 @@ def read_chunk(directory, entry):
     if hashlib.sha256(y.tobytes()).hexdigest() != entry["sha256"]:
         raise ValueError(f"chunk {entry['op']} {entry['sign']} {entry['exponent']} does not decode to its sha256")
     return y
+
+
+RECORD_FILE = Path(__file__).resolve().parent / "data" / "mufu-survey.json"
+HALF_FILE = Path(__file__).resolve().parent / "data" / "mufu-survey-half.npz"
+
+
+def write_record(directory):
+    """The committed evidence of a survey folder: data/mufu-survey.json (its index without the chunk data:
+    each chunk's sha256, the summaries, the provenance) and data/mufu-survey-half.npz (every 16-bit output)."""
+    index = json.loads((Path(directory) / "survey.json").read_text())
+    keep = ("op", "sign", "exponent", "count", "sha256")
+    record = {key: index[key] for key in ("provenance", "classes_order", "separability", "symmetry", "ftz_pairs",
+                                          "classes")}
+    record["chunks"] = [{k: c[k] for k in keep} for c in index["chunks"]]
+    text = json.dumps(record, indent=0)
+    text = re.sub(r"\[\s+([-\d,\s]+?)\s+\]", lambda m: "[" + ",".join(m.group(1).replace(",", " ").split()) + "]",
+                  text)
+    RECORD_FILE.write_text(text + "\n")
+    HALF_FILE.write_bytes((Path(directory) / "survey-half.npz").read_bytes())
+    print(f"wrote {RECORD_FILE} ({RECORD_FILE.stat().st_size} bytes) and {HALF_FILE} ({HALF_FILE.stat().st_size} bytes)")
+    return 0

@@ -1,0 +1,97 @@
+"""The other approximate ops' models (oracles.numpy_model.approx) against the H200's survey record.
+
+The survey (``python -m oracles.mufu survey``, one GPU call) kept whole binades of outputs; the committed
+record (oracles/mufu/data/mufu-survey.json) holds each one's sha256, per-binade output classes over all
+2^32 inputs, and every 16-bit output (mufu-survey-half.npz).
+"""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from oracles.mufu import segments
+from oracles.numpy_model import approx
+
+DATA = segments.COEFFICIENT_FILE.parent
+SURVEY = json.loads((DATA / "mufu-survey.json").read_text())
+HALVES = np.load(DATA / "mufu-survey-half.npz")
+F32_OPS = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32")
+HALF_OPS = ("ex2_approx_f16", "ex2_approx_ftz_bf16")
+BINADE = 1 << 23
+WHOLE = [c for c in SURVEY["chunks"] if c["op"] in F32_OPS]
+# Binades whose outputs the special-value rules decide: zeros and subnormals, infinities and NaNs, both signs;
+# for rcp.approx.f32 also the binade whose results are subnormal (its x 0.25 branch).
+CLASS_BINADES = {name: (0, 255, 256, 511) for name in F32_OPS} | {"rcp_approx_f32": (0, 254, 256, 510)}
+
+
+def _binade(sign, exponent, count=BINADE):
+    return ((sign << 31) | (exponent << 23) | np.arange(count, dtype=np.uint32)).astype(np.uint32)
+
+
+def _classes(y):
+    e, f = (y >> 23) & 0xFF, y & 0x7FFFFF
+    cls = np.where(e == 255, np.where(f == 0, 3, 4), np.where(e == 0, np.where(f == 0, 2, 1), 0)) + 5 * (y >> 31)
+    return np.bincount(cls.astype(np.int64), minlength=10).tolist()
+
+
+def test_the_survey_was_taken_on_an_h200_and_the_coefficients_were_fitted_to_it():
+    assert SURVEY["provenance"]["gpu"] == "NVIDIA H200" and SURVEY["provenance"]["compute_capability"] == "9.0"
+    record = json.loads(segments.COEFFICIENT_FILE.read_text())
+    assert record["survey_provenance"] == SURVEY["provenance"]
+    assert {c["op"] for c in WHOLE} == set(F32_OPS) - {"rcp_approx_f32"}
+
+
+@pytest.mark.parametrize("chunk", WHOLE, ids=lambda c: f"{c['op']}-{c['sign']}-{c['exponent']}")
+def test_the_model_gives_every_output_of_a_surveyed_binade(chunk):
+    x = _binade(chunk["sign"], chunk["exponent"], chunk["count"])
+    got = getattr(approx, chunk["op"])(x.view(np.float32)).view(np.uint32)
+    assert hashlib.sha256(got.tobytes()).hexdigest() == chunk["sha256"]
+
+
+def test_rsq_and_sqrt_follow_from_their_base_binades_in_every_normal_binade():
+    """The model builds every binade from [1, 4) by an exponent shift; the H200 did so in all 254."""
+    for op in ("rsqrt_approx_ftz_f32", "sqrt_approx_ftz_f32"):
+        counts = SURVEY["separability"][op]
+        assert counts[1:255] == [BINADE] * 254 and counts[0] == counts[255] == 0, op
+
+
+@pytest.mark.parametrize("name", F32_OPS)
+def test_output_classes_of_the_special_binades_match_the_h200(name):
+    for b in CLASS_BINADES[name]:
+        x = _binade(b >> 8, b & 0xFF)
+        assert _classes(getattr(approx, name)(x.view(np.float32)).view(np.uint32)) == SURVEY["classes"][name][b], b
+
+
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_the_16_bit_models_give_every_h200_output(name):
+    inputs, want = HALVES["inputs"], HALVES[name]
+    got = getattr(approx, name)(inputs)
+    on_torch = getattr(approx, name)(torch.from_numpy(inputs.view(np.int16))).numpy().view(np.uint16)
+    assert inputs.size == 1 << 16 and np.unique(inputs).size == 1 << 16
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(inputs[i]), hex(want[i]), hex(got[i])) for i in bad[:8]]
+    assert np.array_equal(on_torch, got)
+
+
+@pytest.mark.parametrize("name", F32_OPS)
+def test_the_torch_form_gives_the_numpy_bits(name):
+    """NumPy takes a shorter path on blocks of positive normals; on random patterns of every class (and a
+    block of positive normals only) the torch form, which the GPU proof runs, gives the same bits."""
+    rng = np.random.default_rng(30)
+    x = np.concatenate([rng.integers(0, 1 << 32, 1 << 18, dtype=np.uint32),
+                        rng.integers(1 << 23, 0x7F800000, 1 << 17, dtype=np.uint32)])
+    fn = getattr(approx, name)
+    got = fn(x.view(np.float32)).view(np.uint32)
+    want = fn(torch.from_numpy(x.view(np.int32)).view(torch.float32)).view(torch.int32).numpy().view(np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(x[i]), hex(got[i]), hex(want[i])) for i in bad[:8]]
+
+
+def test_bad_input_is_refused_by_name():
+    with pytest.raises(ValueError, match="x must be float32"):
+        approx.rsqrt_approx_f32(np.ones(3, np.float64))
+    with pytest.raises(ValueError, match="h must be uint16"):
+        approx.ex2_approx_f16(np.ones(3, np.float16))
