@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from oracles.mufu import interpolator, segments
+from oracles.mufu import interpolator
 from oracles.numpy_model._xp import (bits, floats, i32, i64, namespace, nowhere, require_f32, select, take,
                                     truncate_to_i32)
 
@@ -35,8 +35,6 @@ _RANGE_HIGH = 2.0**126
 _RANGE_LOW = 2.0**-126
 _QUARTER = 0x3E800000
 _TWO_TO_24 = 0x4B800000
-_TWO_TO_12 = 0x45800000
-_TWO_TO_MINUS_12 = 0x39800000
 
 
 _BLOCK = 1 << 16  # elements per pass over NumPy arrays: few enough Python calls per element, temporaries in cache
@@ -55,26 +53,6 @@ def _units_on(xp, device):
 
 def _units(x):
     return _units_on(namespace(x), getattr(x, "device", None))
-
-
-@functools.lru_cache(maxsize=None)
-def _segment_units_on(xp, device):
-    """The survey-fitted units (oracles.mufu.segments) as int64 arrays of ``xp`` (on ``device`` for torch)."""
-    units = segments.load()
-    if xp is not np:
-        units = {name: {key: xp.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
-                        for key, v in unit.items()} for name, unit in units.items()}
-    return units
-
-
-def _segmented(name, index):
-    """R of the survey-fitted unit ``name`` at int32 indices: (C0 + C1*x + C2*sq(x)) >> shift."""
-    unit = _segment_units_on(namespace(index), getattr(index, "device", None))[name]
-    i = i64(index)
-    segment, x = i >> unit["x_bits"], i & ((1 << unit["x_bits"]) - 1)
-    acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
-        unit["square"], x)
-    return truncate_to_i32(acc >> unit["result_shift"])
 
 
 def _interpolate(unit, f):
@@ -177,71 +155,6 @@ def _rcp_approx_ftz_f32(y):
     result = select(result < _SMALLEST_NORMAL, 0, result)
     result = select(exponent == 0, i32(xp, b, _INF_BITS), result) | (b & _SIGN)
     return floats(select(magnitude > _INF_BITS, nan, result))
-
-
-def _rcp_approx_f32(y):
-    """rcp.approx.f32: k * MUFU.RCP(y * k), k = 0.25 where |y| > 2^126, 2^24 where |y| < 2^-126, else 1."""
-    xp = namespace(y)
-    magnitude = xp.abs(y)
-    high, low = magnitude > _RANGE_HIGH, magnitude < _RANGE_LOW
-    if nowhere(high) and nowhere(low):
-        return _rcp_approx_ftz_f32(y)
-    k = floats(xp.where(high, _QUARTER, xp.where(low, i32(xp, y, _TWO_TO_24), ONE)))
-    return _mul_rn(k, _rcp_approx_ftz_f32(_mul_rn(y, k)))
-
-
-def _root(x, unit, direction):
-    """MUFU.RSQ (direction -1) or MUFU.SQRT (+1) of a positive normal x: the unit's R at (exponent parity,
-    fraction), its exponent moved by direction * (exponent - 127 - parity) / 2."""
-    b = bits(x)
-    exponent = (b >> 23) & _INF_EXPONENT
-    parity = (exponent + 1) & 1
-    index = (parity << 23) | (b & _FRACTION)
-    r = _segmented(unit, index)
-    exact = segments.UNITS[unit]["exact_at_zero"]
-    if exact is not None:
-        r = select(index == 0, i32(namespace(x), b, exact), r)
-    return r + segments.UNITS[unit]["result_base"] + direction * (((exponent - 127 - parity) >> 1) << 23)
-
-
-def _rsqrt_approx_ftz_f32(x):
-    """MUFU.RSQ (rsqrt.approx.ftz.f32): +-0 and subnormals give +-inf, +inf gives +0, negatives and NaN NaN."""
-    xp = namespace(x)
-    b, nan = bits(x), _units(x)[1]
-    exponent = (b >> 23) & _INF_EXPONENT
-    result = _root(x, "rsq", -1)
-    result = select(exponent == 0, (b & _SIGN) | i32(xp, b, _INF_BITS), select(b == _INF_BITS, 0, result))
-    return floats(select(((b < 0) & (exponent != 0)) | ((b & _ABS) > _INF_BITS), nan, result))
-
-
-def _sqrt_approx_ftz_f32(x):
-    """MUFU.SQRT (sqrt.approx.ftz.f32): +-0 and subnormals give +-0, +inf +inf, negatives and NaN NaN."""
-    b, nan = bits(x), _units(x)[1]
-    exponent = (b >> 23) & _INF_EXPONENT
-    result = _root(x, "sqrt", 1)
-    result = select(exponent == 0, b & _SIGN, select(b == _INF_BITS, b, result))
-    return floats(select(((b < 0) & (exponent != 0)) | ((b & _ABS) > _INF_BITS), nan, result))
-
-
-def _scaled_below_normal(x, unit_fn, result_scale):
-    """The non-.ftz wrapper of rsqrt and sqrt: where |x| < 2^-126, x * 2^24 into the unit, the result times
-    ``result_scale`` (an FMUL each); elsewhere the unit alone."""
-    xp = namespace(x)
-    low = xp.abs(x) < _RANGE_LOW
-    if nowhere(low):
-        return unit_fn(x)
-    r = unit_fn(xp.where(low, _mul_rn(x, _f32(x, _TWO_TO_24)), x))
-    return xp.where(low, _mul_rn(r, _f32(x, result_scale)), r)
-
-
-def _rsqrt_approx_f32(x):
-    """rsqrt.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.RSQ(x * 2^24) * 2^12."""
-    return _scaled_below_normal(x, _rsqrt_approx_ftz_f32, _TWO_TO_12)
-
-
-def _sqrt_approx_f32(x):
-    """sqrt.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.SQRT(x * 2^24) * 2^-12."""
-    return _scaled_below_normal(x, _sqrt_approx_ftz_f32, _TWO_TO_MINUS_12)
 
 
 def _div_full_f32(x, y):
@@ -356,10 +269,5 @@ mul_rn = _public(_mul_rn)
 ex2_approx_ftz_f32 = _public(_ex2_approx_ftz_f32)
 ex2_approx_f32 = _public(_ex2_approx_f32)
 rcp_approx_ftz_f32 = _public(_rcp_approx_ftz_f32)
-rcp_approx_f32 = _public(_rcp_approx_f32)
-rsqrt_approx_ftz_f32 = _public(_rsqrt_approx_ftz_f32)
-rsqrt_approx_f32 = _public(_rsqrt_approx_f32)
-sqrt_approx_ftz_f32 = _public(_sqrt_approx_ftz_f32)
-sqrt_approx_f32 = _public(_sqrt_approx_f32)
 div_full_f32 = _public(_div_full_f32)
 sigmoid_f32 = _public(_sigmoid_f32, _sigmoid_numpy)
