@@ -95,3 +95,17 @@ def test_bad_input_is_refused_by_name():
         approx.rsqrt_approx_f32(np.ones(3, np.float64))
     with pytest.raises(ValueError, match="h must be uint16"):
         approx.ex2_approx_f16(np.ones(3, np.float16))
+
+
+@pytest.mark.parametrize("unit,segment", [("rsq", 1), ("sqrt", 100)])
+def test_the_fitter_recovers_a_units_coefficients_from_its_own_outputs(unit, segment):
+    """`fit-survey` needs the survey's 30 MB (not committed); on a segment the model itself generates, its
+    search finds exactly one (C1, C2), the stored one, and a C0 interval starting at the stored C0."""
+    coefficients = segments.load()[unit]
+    x = np.arange(1 << coefficients["x_bits"], dtype=np.int64)
+    c0, c1, c2 = (int(coefficients[k][segment]) for k in ("c0", "c1", "c2"))
+    table = (c0 + c1 * x + c2 * coefficients["square"]) >> coefficients["result_shift"]
+    fits = segments.fit_segment(table, coefficients["square"], coefficients["result_shift"])
+    assert [(a, b) for a, b, _, _ in fits] == [(c1, c2)] and fits[0][2] <= c0 < fits[0][3]
+    table[len(table) // 2] += 1  # one entry off: no pair fits any more
+    assert segments.fit_segment(table, coefficients["square"], coefficients["result_shift"]) == []

@@ -23,6 +23,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -369,6 +370,8 @@ def main(argv=None):
     p.add_argument("directory", help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     args = parser.parse_args(argv)
+    if args.command in ("fit-survey", "survey-record") and not (Path(args.directory) / "survey.json").is_file():
+        parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
     if args.command == "fit":
         return fit.main(args.check)
     if args.command == "fit-survey":
