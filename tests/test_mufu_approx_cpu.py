@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from oracles.mufu import segments
+from oracles.mufu import recheck, segments
 from oracles.numpy_model import approx
 
 DATA = segments.COEFFICIENT_FILE.parent
@@ -109,3 +109,25 @@ def test_the_fitter_recovers_a_units_coefficients_from_its_own_outputs(unit, seg
     assert [(a, b) for a, b, _, _ in fits] == [(c1, c2)] and fits[0][2] <= c0 < fits[0][3]
     table[len(table) // 2] += 1  # one entry off: no pair fits any more
     assert segments.fit_segment(table, coefficients["square"], coefficients["result_shift"]) == []
+
+
+H200 = {"gpu": "NVIDIA H200", "compute_capability": "9.0"}
+
+
+def _proof(mismatches=0, sha="s", inputs=1 << 32):
+    return {"provenance": dict(H200), "approximate_ops": {"model_source_sha256": sha, "results": {
+        "rsqrt_approx_f32": {"inputs": inputs, "mismatches": mismatches}}}}
+
+
+def test_an_approximate_op_is_trusted_only_where_its_proof_holds():
+    trust = recheck.approx_trust(_proof(), H200, "s")
+    assert trust["rsqrt_approx_f32"][0] and not trust["sqrt_approx_f32"][0]
+    assert "no exhaustive proof recorded" in trust["sqrt_approx_f32"][1]
+    for record, device, sha, why in ((_proof(mismatches=1), H200, "s", "1 mismatches"),
+                                     (_proof(inputs=1 << 31), H200, "s", "2,147,483,648 inputs"),
+                                     (_proof(), H200, "t", "changed since its proof"),
+                                     (_proof(), {"gpu": "NVIDIA B200", "compute_capability": "10.0"}, "s",
+                                      "this GPU is NVIDIA B200")):
+        trusted, line = recheck.approx_trust(record, device, sha)["rsqrt_approx_f32"]
+        assert not trusted and why in line, line
+
