@@ -4,7 +4,8 @@
     python -m oracles.mufu fit [--check]       (CPU) coefficients from the tables -> data/mufu-coefficients.json
     python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
     python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs, and the model's GPU
-                                                 sigmoid throughput -> data/exhaustive-proof.json
+                                                 sigmoid throughput; the approximate ops of
+                                                 oracles.numpy_model.approx too -> data/exhaustive-proof.json
     python -m oracles.mufu fit-survey DIR [--check]  (CPU) coefficients of the survey-fitted units (RSQ, SQRT)
                                                  -> data/mufu-survey-coefficients.json
     python -m oracles.mufu survey-record DIR     (CPU) a survey folder's committed evidence -> data/mufu-survey.json,

@@ -4,9 +4,10 @@ ex2.approx.f16 and ex2.approx.ftz.bf16.
 
 MUFU.RSQ and MUFU.SQRT are quadratic interpolators fitted from the survey (oracles.mufu.segments); the f16
 and bf16 forms of ex2 are MUFU.EX2 (the routing model's own) rounded toward zero. The SASS around each unit,
-read from ptxas (Triton 3.6.0, sm_90a), is in oracles/mufu/data/sass-sequences.json. Each function is proved
-over every input on the H200 (oracles/mufu/data/exhaustive-proof.json, "approximate_ops"). Arrays in,
-arrays out; the same code runs on torch tensors.
+read from ptxas (Triton 3.6.0, sm_90a), is in oracles/mufu/data/sass-sequences.json. `python -m oracles.mufu
+prove` sweeps each over every input against the GPU (exhaustive-proof.json, "approximate_ops");
+oracles.mufu.recheck.approx_trust says which the committed record proves. Arrays in, arrays out; the same
+code runs on torch tensors.
 """
 
 import functools
