@@ -3,7 +3,9 @@
 Same family as MUFU.EX2 and MUFU.RCP (oracles.mufu.interpolator): an index i of ``index_bits`` bits; its top
 bits pick a segment's (C0, C1, C2), the low ``x_bits`` give x, and R = (C0 + C1*x + C2*sq(x)) >> shift with
 sq the truncated squarer (interpolator.truncated_square) at ``square_truncation``. Per unit the file holds the
-format of i and R and one (C0, C1, C2) per segment, C0 the least value of its exact interval.
+format of i and R and one (C0, C1, C2) per segment, C0 the least value of its exact interval. A unit's
+measurements bound each R to an interval [low, high) (one value for RSQ and SQRT, whose outputs show R
+whole; a range for LG2, whose outputs show its V only to their float precision).
 """
 
 import functools
@@ -21,79 +23,118 @@ C1_WINDOW, C2_WINDOW = 24, 6
 _PROBE_STRIDE = 61
 
 
-def _bounds(y, x, sq, c1, c2, shift):
+def _bounds(low, high, x, sq, c1, c2, shift):
     t = c1 * x + c2 * sq
-    return int(((y << shift) - t).max()), int((((y + 1) << shift) - t).min())
+    return int(((low << shift) - t).max()), int(((high << shift) - t).min())
 
 
-def fit_segment(y, sq, shift):
-    """[(c1, c2, c0_low, c0_high)]: every integer pair near the least-squares one that reproduces ``y``."""
-    x = np.arange(y.size, dtype=np.int64)
-    design = np.stack([np.ones(y.size), x / y.size, sq / y.size**2], axis=1)
-    proposal = np.linalg.lstsq(design, y + 0.5, rcond=None)[0] * (1 << shift)
-    c1_0, c2_0 = int(round(proposal[1] / y.size)), int(round(proposal[2] / y.size**2))
-    probe = np.r_[0:y.size:_PROBE_STRIDE, y.size - 1]
+def fit_segment(low, high, sq, shift):
+    """[(c1, c2, c0_low, c0_high)]: every integer pair near the least-squares one whose R lies in
+    [low, high) at every x of the segment, with the interval of C0 values that do so."""
+    x = np.arange(low.size, dtype=np.int64)
+    design = np.stack([np.ones(low.size), x / low.size, sq / low.size**2], axis=1)
+    proposal = np.linalg.lstsq(design, (low + high) / 2, rcond=None)[0] * (1 << shift)
+    c1_0, c2_0 = int(round(proposal[1] / low.size)), int(round(proposal[2] / low.size**2))
+    probe = np.r_[0:low.size:_PROBE_STRIDE, low.size - 1]
     fits = []
     for c2 in range(c2_0 - C2_WINDOW, c2_0 + C2_WINDOW + 1):
         for c1 in range(c1_0 - C1_WINDOW, c1_0 + C1_WINDOW + 1):
-            low, high = _bounds(y[probe], x[probe], sq[probe], c1, c2, shift)
-            if low < high:
-                low, high = _bounds(y, x, sq, c1, c2, shift)
-                if low < high:
-                    fits.append((c1, c2, low, high))
+            a, b = _bounds(low[probe], high[probe], x[probe], sq[probe], c1, c2, shift)
+            if a < b:
+                a, b = _bounds(low, high, x, sq, c1, c2, shift)
+                if a < b:
+                    fits.append((c1, c2, a, b))
     return fits
 
 
-def fit_unit(name, table, x_bits, square_truncation, shift):
-    """{c0, c1, c2: [per segment]} reproducing ``table`` (int64 R per index), or ValueError naming the
+def fit_unit(name, low, high, x_bits, square_truncation, shift):
+    """{c0, c1, c2: [per segment]} with every R in [low, high) (int64 per index), or ValueError naming the
     segments without exactly one fitting (C1, C2)."""
     sq = truncated_square(np.arange(1 << x_bits, dtype=np.int64), square_truncation)
-    fits = [fit_segment(y, sq, shift) for y in table.reshape(-1, 1 << x_bits)]
+    fits = [fit_segment(a, b, sq, shift) for a, b in zip(low.reshape(-1, 1 << x_bits), high.reshape(-1, 1 << x_bits))]
     wrong = {s: len(f) for s, f in enumerate(fits) if len(f) != 1}
     if wrong:
         raise ValueError(f"{name}: segments without exactly one fitting (C1, C2) {{segment: pairs}}: {wrong}")
     return {"c0": [f[0][2] for f in fits], "c1": [f[0][0] for f in fits], "c2": [f[0][1] for f in fits]}
 
 
-# The structure found on the H200's survey: the index is (exponent parity, 23-bit fraction) of an input in
-# [1, 4); R is the result's significand with its leading one in units of 2^-24 (RSQ: (0.5, 1]) or 2^-23
-# (SQRT: [1, 2)), its bits R + result_base. RSQ at index 0 (x = 1) gives 1.0 exactly, one above the
-# interpolator, which the model special-cases.
+# The structure found on the H200's survey. RSQ, SQRT: the index is (exponent parity, 23-bit fraction) of an
+# input in [1, 4); R is the result's significand with its leading one in units of 2^-24 (RSQ: (0.5, 1]) or
+# 2^-23 (SQRT: [1, 2)), its bits R + result_base. RSQ at index 0 (x = 1) gives 1.0 exactly, one above the
+# interpolator, which the model special-cases. LG2: the index is the 23-bit fraction of m in [1, 2), R is
+# V(m) = log2(m) in fixed point with 36 fraction bits; lg2(m 2^e) is e + V rounded toward zero for e >= 0,
+# and minus the one's complement of e * 2^36 + V (its magnitude less one unit) rounded toward zero for e < 0;
+# x = 1 gives +0 (special-cased). Only the binades [1, 2) and [0.5, 1) bound V; the rule gives the others.
 UNITS = {
-    "rsq": {"op": "rsqrt_approx_ftz_f32", "result_base": 125 << 23, "x_bits": 17, "square_truncation": 19,
-            "result_shift": 17, "exact_at_zero": 1 << 24},
-    "sqrt": {"op": "sqrt_approx_ftz_f32", "result_base": 126 << 23, "x_bits": 17, "square_truncation": 19,
-             "result_shift": 17, "exact_at_zero": None},
+    "rsq": {"op": "rsqrt_approx_ftz_f32", "index_bits": 24, "result_base": 125 << 23, "x_bits": 17,
+            "square_truncation": 19, "result_shift": 17, "exact_at_zero": 1 << 24},
+    "sqrt": {"op": "sqrt_approx_ftz_f32", "index_bits": 24, "result_base": 126 << 23, "x_bits": 17,
+             "square_truncation": 19, "result_shift": 17, "exact_at_zero": None},
+    "lg2": {"op": "lg2_approx_ftz_f32", "index_bits": 23, "fraction_bits": 36, "x_bits": 17,
+            "square_truncation": 19, "result_shift": 2},
 }
-INDEX_BITS = 24
 BASE_EXPONENTS = (127, 128)
+LG2_EXPONENTS = (127, 126)
+
+
+def _chunks(directory):
+    from oracles.mufu import survey
+
+    index = json.loads((Path(directory) / "survey.json").read_text())
+    by_key = {(c["op"], c["sign"], c["exponent"]): c for c in index["chunks"] if "file" in c}
+    return (lambda op, e: survey.read_chunk(directory, by_key[(op, 0, e)])), index["provenance"]
 
 
 def measured_table(directory, unit):
-    """int64 R over the 2^24 indices of ``unit`` from the survey in ``directory`` (oracles.mufu.survey)."""
-    from oracles.mufu import survey
-
+    """(int64 R over the 2^24 indices of RSQ or SQRT, the survey's provenance) from the survey in ``directory``."""
     spec = UNITS[unit]
-    index = json.loads((Path(directory) / "survey.json").read_text())
-    by_key = {(c["op"], c["sign"], c["exponent"]): c for c in index["chunks"] if "file" in c}
-    parts = [survey.read_chunk(directory, by_key[(spec["op"], 0, e)]) for e in BASE_EXPONENTS]
-    return np.concatenate(parts).astype(np.int64) - spec["result_base"], index["provenance"]
+    chunk, provenance = _chunks(directory)
+    parts = [chunk(spec["op"], e) for e in BASE_EXPONENTS]
+    return np.concatenate(parts).astype(np.int64) - spec["result_base"], provenance
+
+
+def _ulp_above(a):
+    """float64 spacing above |a| for float32 ``a``."""
+    a = np.abs(a)
+    return (a.view(np.int32) + 1).view(np.float32).astype(np.float64) - a.astype(np.float64)
+
+
+def lg2_intervals(directory):
+    """(low, high): int64 bounds [low, high) of V at every fraction from the survey's [1, 2) (its output is V
+    toward zero) and [0.5, 1) (its output's magnitude is 2^36 - V - 1 toward zero) binades; index 0 from [0.5, 1)
+    alone (x = 1 is special-cased)."""
+    chunk, provenance = _chunks(directory)
+    one = 2.0 ** UNITS["lg2"]["fraction_bits"]
+    upper, lower = (chunk("lg2_approx_ftz_f32", e).view(np.float32) for e in LG2_EXPONENTS)
+    low0 = np.ceil(upper.astype(np.float64) * one)
+    high0 = np.ceil((upper.astype(np.float64) + _ulp_above(upper)) * one)
+    magnitude = np.abs(lower.astype(np.float64))
+    low1 = one - np.ceil((magnitude + _ulp_above(lower)) * one)
+    high1 = one - np.ceil(magnitude * one)
+    low, high = np.maximum(low0, low1), np.minimum(high0, high1)
+    low[0], high[0] = low1[0], high1[0]
+    if not (low < high).all():
+        raise ValueError(f"lg2: the two binades contradict the rule at {np.flatnonzero(low >= high)[:8].tolist()}")
+    return low.astype(np.int64), high.astype(np.int64), provenance
 
 
 def derive(directory):
     """The coefficient record (JSON-ready) fitted from the survey in ``directory``."""
     units, provenance = {}, None
     for name, spec in UNITS.items():
-        table, provenance = measured_table(directory, name)
-        if spec["exact_at_zero"] is not None:
-            if table[0] != spec["exact_at_zero"]:
-                raise ValueError(f"{name}: index 0 gives {table[0]}, not the exact {spec['exact_at_zero']}")
-            table = table.copy()
-            table[0] = table[1] + 1  # a stand-in: the interpolator's own value at 0 is never seen
-        fitted = fit_unit(name, table, spec["x_bits"], spec["square_truncation"], spec["result_shift"])
-        units[name] = {key: spec[key] for key in ("op", "result_base", "x_bits", "square_truncation",
-                                                  "result_shift", "exact_at_zero")} | fitted
-    return {"format": FORMAT, "index_bits": INDEX_BITS, "survey_provenance": provenance, "units": units}
+        if name == "lg2":
+            low, high, provenance = lg2_intervals(directory)
+        else:
+            table, provenance = measured_table(directory, name)
+            if spec["exact_at_zero"] is not None:
+                if table[0] != spec["exact_at_zero"]:
+                    raise ValueError(f"{name}: index 0 gives {table[0]}, not the exact {spec['exact_at_zero']}")
+                table = table.copy()
+                table[0] = table[1] + 1  # a stand-in: the interpolator's own value at 0 is never seen
+            low, high = table, table + 1
+        units[name] = dict(spec) | fit_unit(name, low, high, spec["x_bits"], spec["square_truncation"],
+                                            spec["result_shift"])
+    return {"format": FORMAT, "survey_provenance": provenance, "units": units}
 
 
 def serialise(record):

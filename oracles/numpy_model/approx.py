@@ -1,8 +1,8 @@
 """Bitwise models of the H200's other approximate PTX instructions, beside those of the routing kernel
 (oracles.numpy_model.primitives): rcp.approx.f32, rsqrt.approx[.ftz].f32, sqrt.approx[.ftz].f32,
-ex2.approx.f16 and ex2.approx.ftz.bf16.
+lg2.approx[.ftz].f32, ex2.approx.f16 and ex2.approx.ftz.bf16.
 
-MUFU.RSQ and MUFU.SQRT are quadratic interpolators fitted from the survey (oracles.mufu.segments); the f16
+MUFU.RSQ, MUFU.SQRT and MUFU.LG2 are quadratic interpolators fitted from the survey (oracles.mufu.segments); the f16
 and bf16 forms of ex2 are MUFU.EX2 (the routing model's own) rounded toward zero. The SASS around each unit,
 read from ptxas (Triton 3.6.0, sm_90a), is in oracles/mufu/data/sass-sequences.json. `python -m oracles.mufu
 prove` sweeps each over every input against the GPU (exhaustive-proof.json, "approximate_ops");
@@ -18,11 +18,13 @@ from oracles.mufu import segments
 from oracles.numpy_model._xp import bits, floats, i32, i64, namespace, nowhere, select, take, truncate_to_i32
 from oracles.numpy_model.primitives import (_ABS, _FRACTION, _INF_BITS, _INF_EXPONENT, _QUARTER, _RANGE_HIGH,
                                             _RANGE_LOW, _SIGN, _TWO_TO_24, ONE, _ex2_approx_ftz_f32, _f32,
-                                            _mul_rn, _public, _rcp_approx_ftz_f32, _units)
+                                            _add_rn, _mul_rn, _public, _rcp_approx_ftz_f32, _units)
 
 _SMALLEST_NORMAL = 1 << 23
 _TWO_TO_12 = 0x45800000
 _TWO_TO_MINUS_12 = 0x39800000
+_MINUS_24 = 0xC1C00000 - (1 << 32)
+_MINUS_INF = 0xFF800000 - (1 << 32)
 _F16_INF = 0x7C00
 _HALF_NAN = 0x7FFF  # what MUFU.EX2.F16 and MUFU.EX2.BF16 write for a NaN
 
@@ -38,22 +40,13 @@ def _segment_units_on(xp, device):
 
 
 def _segmented(name, index):
-    """R of the survey-fitted unit ``name`` at int32 indices: (C0 + C1*x + C2*sq(x)) >> shift."""
+    """int64 R of the survey-fitted unit ``name`` at int32 indices: (C0 + C1*x + C2*sq(x)) >> shift."""
     unit = _segment_units_on(namespace(index), getattr(index, "device", None))[name]
     i = i64(index)
     segment, x = i >> unit["x_bits"], i & ((1 << unit["x_bits"]) - 1)
     acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
         unit["square"], x)
-    return truncate_to_i32(acc >> unit["result_shift"])
-
-
-def _interpolate(unit, f):
-    """R = (C0 + C1*x + C2*sq(x)) >> RESULT_SHIFT for int32 fractions ``f`` (oracles.mufu.interpolator)."""
-    f = i64(f)
-    segment, x = f >> unit["x_bits"], f & ((1 << unit["x_bits"]) - 1)
-    acc = take(unit["c0"], segment) + take(unit["c1"], segment) * x + take(unit["c2"], segment) * take(
-        unit["square"], x)
-    return truncate_to_i32(acc >> interpolator.RESULT_SHIFT)
+    return acc >> unit["result_shift"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -98,7 +91,7 @@ def _root(x, unit, direction):
     exponent = (b >> 23) & _INF_EXPONENT
     parity = (exponent + 1) & 1
     index = (parity << 23) | (b & _FRACTION)
-    r = _segmented(unit, index)
+    r = truncate_to_i32(_segmented(unit, index))
     exact = segments.UNITS[unit]["exact_at_zero"]
     if exact is not None:
         r = select(index == 0, i32(namespace(x), b, exact), r)
@@ -189,10 +182,59 @@ def _to16(r):
     return (r & 0xFFFF).astype(np.uint16) if xp is np else r.to(xp.int16)
 
 
+def _toward_zero_f32(n):
+    """float32 of int64 ``n`` >= 0 (below 2^53), rounded toward zero: the nearest float, one step down where
+    that rounded up."""
+    if namespace(n) is np:
+        r = n.astype(np.float32)
+        return floats(bits(r) - (r.astype(np.int64) > n).astype(np.int32))
+    r = n.to(namespace(n).float32)
+    return floats(bits(r) - (r.to(namespace(n).int64) > n).to(namespace(n).int32))
+
+
+def _lg2_of_normal(b):
+    """MUFU.LG2's bits for positive normal bit patterns ``b`` other than 1.0: V = log2(m) in fixed point
+    (2^-36) from the fitted interpolator; for x = m 2^e, e >= 0: e + V toward zero; e < 0: minus
+    (-e * 2^36 - V - 1) toward zero (the one's complement of e * 2^36 + V)."""
+    xp = namespace(b)
+    e = i64(b >> 23) - 127
+    v = _segmented("lg2", b & _FRACTION)
+    fraction_bits = segments.UNITS["lg2"]["fraction_bits"]
+    negative = e < 0
+    magnitude = xp.where(negative, ((-e) << fraction_bits) - v - 1, (e << fraction_bits) + v)
+    scaled = bits(_toward_zero_f32(magnitude)) - (fraction_bits << 23)  # exact: every result is normal
+    return scaled | (truncate_to_i32(e) & _SIGN)
+
+
+def _lg2_approx_ftz_f32(x):
+    """MUFU.LG2 (lg2.approx.ftz.f32): ``_lg2_of_normal``; x = 1 gives +0, +-0 and subnormals -inf, +inf +inf,
+    negatives and NaN NaN."""
+    xp = namespace(x)
+    b, nan = bits(x), _units(x)[1]
+    if _all_positive_normal(x):
+        return floats(select(b == ONE, 0, _lg2_of_normal(b)))
+    exponent = (b >> 23) & _INF_EXPONENT
+    result = select(b == ONE, 0, _lg2_of_normal(b & _ABS))
+    result = select(exponent == 0, i32(xp, b, _MINUS_INF), select(b == _INF_BITS, b, result))
+    return floats(select(((b < 0) & (exponent != 0)) | ((b & _ABS) > _INF_BITS), nan, result))
+
+
+def _lg2_approx_f32(x):
+    """lg2.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.LG2(x * 2^24) - 24 (an FMUL, an FADD)."""
+    xp = namespace(x)
+    low = xp.abs(x) < _RANGE_LOW
+    if nowhere(low):
+        return _lg2_approx_ftz_f32(x)
+    r = _lg2_approx_ftz_f32(xp.where(low, _mul_rn(x, _f32(x, _TWO_TO_24)), x))
+    return xp.where(low, _add_rn(r, _f32(x, _MINUS_24)), r)
+
+
 rcp_approx_f32 = _public(_rcp_approx_f32)
 rsqrt_approx_ftz_f32 = _public(_rsqrt_approx_ftz_f32)
 rsqrt_approx_f32 = _public(_rsqrt_approx_f32)
 sqrt_approx_ftz_f32 = _public(_sqrt_approx_ftz_f32)
 sqrt_approx_f32 = _public(_sqrt_approx_f32)
+lg2_approx_ftz_f32 = _public(_lg2_approx_ftz_f32)
+lg2_approx_f32 = _public(_lg2_approx_f32)
 ex2_approx_f16 = _public16(_ex2_approx_f16)
 ex2_approx_ftz_bf16 = _public16(_ex2_approx_ftz_bf16)
