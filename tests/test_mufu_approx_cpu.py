@@ -19,14 +19,14 @@ DATA = segments.COEFFICIENT_FILE.parent
 SURVEY = json.loads((DATA / "mufu-survey.json").read_text())
 HALVES = np.load(DATA / "mufu-survey-half.npz")
 F32_OPS = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
-           "lg2_approx_ftz_f32", "lg2_approx_f32")
+           "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_f32", "cos_approx_f32")
 HALF_OPS = ("ex2_approx_f16", "ex2_approx_ftz_bf16")
 BINADE = 1 << 23
-# Every surveyed binade of RSQ and SQRT; of LG2's 69 (all of them matched when it was fitted) the two it was
-# fitted to, their neighbours, the ends and a few between, to keep the CPU tier fast.
-LG2_BINADES = (1, 2, 64, 100, 120, 125, 126, 127, 128, 129, 157, 254)
-WHOLE = [c for c in SURVEY["chunks"] if c["op"] in F32_OPS
-         and (c["op"] != "lg2_approx_ftz_f32" or c["exponent"] in LG2_BINADES)]
+# Every surveyed binade of RSQ and SQRT; of LG2's 69 and SIN's and COS's 27 each (all of them matched when
+# fitted) a few: those fitted from, the ends and some between, to keep the CPU tier fast.
+SOME = {"lg2_approx_ftz_f32": (1, 2, 64, 100, 120, 125, 126, 127, 128, 129, 157, 254),
+        "sin_approx_f32": (1, 124, 127, 130), "cos_approx_f32": (1, 124, 127, 130)}
+WHOLE = [c for c in SURVEY["chunks"] if c["op"] in F32_OPS and c["exponent"] in SOME.get(c["op"], (c["exponent"],))]
 # Binades whose outputs the special-value rules decide: zeros and subnormals, infinities and NaNs, both signs;
 # for rcp.approx.f32 also the binade whose results are subnormal (its x 0.25 branch).
 CLASS_BINADES = {name: (0, 255, 256, 511) for name in F32_OPS} | {"rcp_approx_f32": (0, 254, 256, 510)}
@@ -47,6 +47,7 @@ def test_the_survey_was_taken_on_an_h200_and_the_coefficients_were_fitted_to_it(
     record = json.loads(segments.COEFFICIENT_FILE.read_text())
     assert record["survey_provenance"] == SURVEY["provenance"]
     assert {c["op"] for c in WHOLE} == set(F32_OPS) - {"rcp_approx_f32"}
+    assert all(any(c["op"] == op and c["exponent"] == e for c in WHOLE) for op, es in SOME.items() for e in es)
 
 
 @pytest.mark.parametrize("chunk", WHOLE, ids=lambda c: f"{c['op']}-{c['sign']}-{c['exponent']}")
@@ -136,3 +137,20 @@ def test_an_approximate_op_is_trusted_only_where_its_proof_holds():
         trusted, line = recheck.approx_trust(record, device, sha)["rsqrt_approx_f32"]
         assert not trusted and why in line, line
 
+
+
+def test_numpys_sine_table_is_the_interpolator_the_torch_form_runs():
+    """sin and cos on NumPy gather S from a table the coefficients make once; torch runs the interpolator
+    (what the GPU proof checks): equal at all 2^23 indices."""
+    index = np.arange(1 << 23, dtype=np.int32)
+    on_torch = approx._sine_of(torch.from_numpy(index)).numpy()
+    assert np.array_equal(approx._every_sine(), on_torch)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_the_ftz_forms_of_sin_and_cos_are_the_plain_ones(name):
+    """One SASS for both (data/sass-sequences.json), and the survey saw no input where they differ."""
+    assert getattr(approx, f"{name}_approx_ftz_f32") is getattr(approx, f"{name}_approx_f32")
+    assert not any(SURVEY["ftz_pairs"][f"{name}_approx_ftz_f32 vs {name}_approx_f32"])
+    sass = json.loads((DATA / "sass-sequences.json").read_text())["sass"]
+    assert sass[f"{name}.approx.ftz.f32"] == sass[f"{name}.approx.f32"]

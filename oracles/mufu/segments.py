@@ -72,7 +72,14 @@ UNITS = {
              "square_truncation": 19, "result_shift": 17, "exact_at_zero": None},
     "lg2": {"op": "lg2_approx_ftz_f32", "index_bits": 23, "fraction_bits": 36, "x_bits": 17,
             "square_truncation": 19, "result_shift": 2},
+    "sin": {"op": "sin_approx_f32", "index_bits": 23, "fraction_bits": 37, "phase_bits": 25, "x_bits": 17,
+            "square_truncation": 19, "result_shift": 2},
 }
+# SIN, COS: t = x * 0x3E22F983 (1 / (2 pi)) by an FMUL.RZ; the phase p = floor(|t| 2^25) mod 2^25 (quarter
+# turns in its top 2 bits); sin is S(f) in quarters 0 and 2 and S(~f) (the 23 bits of f inverted) in 1 and 3,
+# negated in quarters 2 and 3 and for t < 0; cos is sin at p + 2^23, never negated for t < 0. S(f) = sin(2 pi f
+# / 2^25) is V with 37 fraction bits rounded toward zero, V the unit's interpolator.
+INV_2PI_BITS = 0x3E22F983
 BASE_EXPONENTS = (127, 128)
 LG2_EXPONENTS = (127, 126)
 
@@ -118,12 +125,53 @@ def lg2_intervals(directory):
     return low.astype(np.int64), high.astype(np.int64), provenance
 
 
+def _fmul_rz(x, c_bits):
+    """float32 x * c rounded toward zero (the exact product in float64, stepped toward zero where it rounded up)."""
+    p = x.astype(np.float64) * np.float64(np.uint32(c_bits).view(np.float32))
+    r = p.astype(np.float32)
+    return (r.view(np.int32) - (np.abs(r.astype(np.float64)) > np.abs(p)).astype(np.int32)).view(np.float32)
+
+
+def sin_intervals(directory):
+    """(low, high, provenance): bounds [low, high) of S's V at every 23-bit f, from every surveyed binade of
+    sin and cos through the phase rules above; ValueError where two outputs disagree or an f was not seen."""
+    from oracles.mufu import survey
+
+    spec = UNITS["sin"]
+    index = json.loads((Path(directory) / "survey.json").read_text())
+    quarter, mask = 1 << spec["index_bits"], (1 << spec["index_bits"]) - 1
+    seen = np.full(quarter, -1, np.int64)
+    for c in index["chunks"]:
+        if c["op"] not in ("sin_approx_f32", "cos_approx_f32") or "file" not in c:
+            continue
+        y = survey.read_chunk(directory, c).astype(np.int64)
+        x = ((c["sign"] << 31) | (c["exponent"] << 23) | np.arange(c["count"], dtype=np.uint32)).view(np.float32)
+        t = np.abs(_fmul_rz(x, INV_2PI_BITS)).astype(np.float64)
+        phase = np.floor(t * 2.0 ** spec["phase_bits"]).astype(np.int64) + (quarter if c["op"] == "cos_approx_f32" else 0)
+        q, f = (phase >> spec["index_bits"]) & 3, phase & mask
+        f = np.where(q & 1, mask - f, f)
+        y = np.where(q >= 2, y ^ 0x80000000, y)
+        clash = (seen[f] >= 0) & (seen[f] != y)
+        if clash.any():
+            raise ValueError(f"sin: outputs disagree at S({int(f[clash][0])}) ({c['op']} binade {c['exponent']})")
+        seen[f] = y
+    if (seen < 0).any():
+        raise ValueError(f"sin: {int((seen < 0).sum())} values of S were not seen in the survey")
+    h = seen.astype(np.uint32).view(np.float32)
+    one = 2.0 ** spec["fraction_bits"]
+    low = np.ceil(h.astype(np.float64) * one).astype(np.int64)
+    high = np.ceil((h.astype(np.float64) + _ulp_above(h)) * one).astype(np.int64)
+    return low, high, index["provenance"]
+
+
 def derive(directory):
     """The coefficient record (JSON-ready) fitted from the survey in ``directory``."""
     units, provenance = {}, None
     for name, spec in UNITS.items():
         if name == "lg2":
             low, high, provenance = lg2_intervals(directory)
+        elif name == "sin":
+            low, high, provenance = sin_intervals(directory)
         else:
             table, provenance = measured_table(directory, name)
             if spec["exact_at_zero"] is not None:

@@ -24,6 +24,8 @@ _SMALLEST_NORMAL = 1 << 23
 _TWO_TO_12 = 0x45800000
 _TWO_TO_MINUS_12 = 0x39800000
 _MINUS_24 = 0xC1C00000 - (1 << 32)
+_TWO_TO_25 = 0x4C000000
+_TWO_TO_32 = 0x4F800000
 _MINUS_INF = 0xFF800000 - (1 << 32)
 _F16_INF = 0x7C00
 _HALF_NAN = 0x7FFF  # what MUFU.EX2.F16 and MUFU.EX2.BF16 write for a NaN
@@ -229,6 +231,73 @@ def _lg2_approx_f32(x):
     return xp.where(low, _add_rn(r, _f32(x, _MINUS_24)), r)
 
 
+def _fmul_rz(x, c_bits):
+    """FMUL.RZ of float32 x by the float32 of ``c_bits``: the exact product (float64), toward zero to float32."""
+    xp = namespace(x)
+    c = float(np.uint32(c_bits).view(np.float32))
+    if xp is np:
+        p = x.astype(np.float64) * c
+        r = p.astype(np.float32)
+        return floats(bits(r) - (np.abs(r.astype(np.float64)) > np.abs(p)).astype(np.int32))
+    p = x.to(xp.float64) * c
+    r = p.to(xp.float32)
+    return floats(bits(r) - (xp.abs(r.to(xp.float64)) > xp.abs(p)).to(xp.int32))
+
+
+def _mufu_sin(t, sign, quarter_offset):
+    """MUFU.SIN (quarter_offset 0) or MUFU.COS (a quarter turn, 2^23) of t turns, given |t| and the sign bit to
+    apply (t's for sin, none for cos): the phase floor(|t| 2^25) mod 2^25 (oracles.mufu.segments), S(f) or S(~f)
+    by quarter, negated in the second half; infinities and NaN give NaN."""
+    xp = namespace(t)
+    spec, nan = segments.UNITS["sin"], _units(t)[1]
+    b = bits(t)
+    scaled = xp.minimum(t, _f32(t, _TWO_TO_32)) * _f32(t, _TWO_TO_25)  # exact; from 2^25 turns on, phase 0
+    phase = (_floor_i64(scaled) + quarter_offset) & ((1 << spec["phase_bits"]) - 1)
+    mask = (1 << spec["index_bits"]) - 1
+    quarter, f = truncate_to_i32(phase >> spec["index_bits"]), truncate_to_i32(phase & mask)
+    index = f ^ ((quarter & 1) * mask)  # S(~f) in quarters 1 and 3
+    r = _sine(index) | (((quarter >> 1) << 31) ^ sign)
+    return floats(select(b >= _INF_BITS, nan, r))
+
+
+def _sine(index):
+    """float32 bits of S at 23-bit indices: V (2^-37) toward zero. On NumPy one gather from S at every index,
+    computed once from the coefficients (32 MB); on torch the interpolator itself."""
+    if namespace(index) is np:
+        return np.take(_every_sine(), index, mode="clip")
+    return _sine_of(index)
+
+
+def _sine_of(index):
+    v = _segmented("sin", index)
+    r = bits(_toward_zero_f32(v)) - (segments.UNITS["sin"]["fraction_bits"] << 23)  # exact: V >= 1 is normal
+    return namespace(index).where(v == 0, i32(namespace(index), index, 0), r)
+
+
+@functools.lru_cache(maxsize=1)
+def _every_sine():
+    index = np.arange(1 << segments.UNITS["sin"]["index_bits"], dtype=np.int32)
+    return np.concatenate([_sine_of(index[i:i + (1 << 20)]) for i in range(0, index.size, 1 << 20)])
+
+
+def _floor_i64(x):
+    """int64 of float32 x >= 0 below 2^62, toward zero."""
+    return x.astype(np.int64) if namespace(x) is np else x.to(namespace(x).int64)
+
+
+def _sin_approx_f32(x):
+    """sin.approx.f32 and sin.approx.ftz.f32 (one SASS): MUFU.SIN of FMUL.RZ(x, 1 / (2 pi)); the product's
+    sign is x's, so its magnitude is FMUL.RZ(|x|, 1 / (2 pi)); odd: x's sign applied."""
+    magnitude = floats(bits(x) & _ABS)
+    return _mufu_sin(_fmul_rz(magnitude, segments.INV_2PI_BITS), bits(x) & _SIGN, 0)
+
+
+def _cos_approx_f32(x):
+    """cos.approx.f32 and cos.approx.ftz.f32 (one SASS): MUFU.COS of FMUL.RZ(x, 1 / (2 pi)); even."""
+    magnitude = floats(bits(x) & _ABS)
+    return _mufu_sin(_fmul_rz(magnitude, segments.INV_2PI_BITS), 0, 1 << segments.UNITS["sin"]["index_bits"])
+
+
 rcp_approx_f32 = _public(_rcp_approx_f32)
 rsqrt_approx_ftz_f32 = _public(_rsqrt_approx_ftz_f32)
 rsqrt_approx_f32 = _public(_rsqrt_approx_f32)
@@ -236,5 +305,7 @@ sqrt_approx_ftz_f32 = _public(_sqrt_approx_ftz_f32)
 sqrt_approx_f32 = _public(_sqrt_approx_f32)
 lg2_approx_ftz_f32 = _public(_lg2_approx_ftz_f32)
 lg2_approx_f32 = _public(_lg2_approx_f32)
+sin_approx_f32 = sin_approx_ftz_f32 = _public(_sin_approx_f32)
+cos_approx_f32 = cos_approx_ftz_f32 = _public(_cos_approx_f32)
 ex2_approx_f16 = _public16(_ex2_approx_f16)
 ex2_approx_ftz_bf16 = _public16(_ex2_approx_ftz_bf16)
