@@ -2,7 +2,7 @@
 
 The survey (``python -m oracles.mufu survey``, one GPU call) kept whole binades of outputs; the committed
 record (oracles/mufu/data/mufu-survey.json) holds each one's sha256, per-binade output classes over all
-2^32 inputs, and every 16-bit output (mufu-survey-half.npz).
+2^32 inputs, and every 16-bit output (mufu-survey-half.bin).
 """
 
 import hashlib
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from oracles.mufu import recheck, segments
+from oracles.mufu import recheck, segments, survey
 from oracles.numpy_model import approx
 
 DATA = segments.COEFFICIENT_FILE.parent
 SURVEY = json.loads((DATA / "mufu-survey.json").read_text())
-HALVES = np.load(DATA / "mufu-survey-half.npz")
+HALVES = survey.read_halves(SURVEY)
 F32_OPS = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
            "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_f32", "cos_approx_f32")
 HALF_OPS = ("ex2_approx_f16", "ex2_approx_ftz_bf16")

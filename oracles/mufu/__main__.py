@@ -9,7 +9,7 @@
     python -m oracles.mufu fit-survey DIR [--check]  (CPU) coefficients of the survey-fitted units (RSQ, SQRT)
                                                  -> data/mufu-survey-coefficients.json
     python -m oracles.mufu survey-record DIR     (CPU) a survey folder's committed evidence -> data/mufu-survey.json,
-                                                 data/mufu-survey-half.npz
+                                                 data/mufu-survey-half.bin
     python -m oracles.mufu survey DIR            the other MUFU units' structure survey -> DIR (oracles.mufu.survey)
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json

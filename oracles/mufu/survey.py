@@ -233,21 +233,31 @@ def read_chunk(directory, entry):
 
 
 RECORD_FILE = Path(__file__).resolve().parent / "data" / "mufu-survey.json"
-HALF_FILE = Path(__file__).resolve().parent / "data" / "mufu-survey-half.npz"
+HALF_FILE = Path(__file__).resolve().parent / "data" / "mufu-survey-half.bin"
+
+
+def read_halves(record):
+    """{name: uint16 [2^16]} of data/mufu-survey-half.bin, named by the survey record's "half_arrays"."""
+    raw = np.frombuffer(lzma.decompress(HALF_FILE.read_bytes()), "<u2").reshape(len(record["half_arrays"]), -1)
+    return {name: raw[i].astype(np.uint16) for i, name in enumerate(record["half_arrays"])}
 
 
 def write_record(directory):
     """The committed evidence of a survey folder: data/mufu-survey.json (its index without the chunk data:
-    each chunk's sha256, the summaries, the provenance) and data/mufu-survey-half.npz (every 16-bit output)."""
+    each chunk's sha256, the summaries, the provenance) and data/mufu-survey-half.bin (every 16-bit output:
+    the arrays named in the record's "half_arrays", uint16 little-endian, one after the other, xz)."""
     index = json.loads((Path(directory) / "survey.json").read_text())
     keep = ("op", "sign", "exponent", "count", "sha256")
     record = {key: index[key] for key in ("provenance", "classes_order", "separability", "symmetry", "ftz_pairs",
                                           "classes")}
     record["chunks"] = [{k: c[k] for k in keep} for c in index["chunks"]]
+    halves = np.load(Path(directory) / "survey-half.npz")
+    record["half_arrays"] = ["inputs", *hardware.HALF]
     text = json.dumps(record, indent=0)
     text = re.sub(r"\[\s+([-\d,\s]+?)\s+\]", lambda m: "[" + ",".join(m.group(1).replace(",", " ").split()) + "]",
                   text)
     RECORD_FILE.write_text(text + "\n")
-    HALF_FILE.write_bytes((Path(directory) / "survey-half.npz").read_bytes())
+    HALF_FILE.write_bytes(lzma.compress(b"".join(halves[name].astype("<u2").tobytes() for name in record["half_arrays"]),
+                                        format=lzma.FORMAT_XZ, filters=_XZ))
     print(f"wrote {RECORD_FILE} ({RECORD_FILE.stat().st_size} bytes) and {HALF_FILE} ({HALF_FILE.stat().st_size} bytes)")
     return 0
