@@ -4,7 +4,13 @@
     python -m oracles.mufu fit [--check]       (CPU) coefficients from the tables -> data/mufu-coefficients.json
     python -m oracles.mufu record-sample        hardware outputs of oracles.mufu.sample -> data/hardware-sample.json
     python -m oracles.mufu prove                 model vs hardware over all 2^32 inputs, and the model's GPU
-                                                 sigmoid throughput -> data/exhaustive-proof.json
+                                                 sigmoid throughput; the approximate ops of
+                                                 oracles.numpy_model.approx too -> data/exhaustive-proof.json
+    python -m oracles.mufu fit-survey DIR [--check]  (CPU) coefficients of the survey-fitted units (RSQ, SQRT)
+                                                 -> data/mufu-survey-coefficients.json
+    python -m oracles.mufu survey-record DIR     (CPU) a survey folder's committed evidence -> data/mufu-survey.json,
+                                                 data/mufu-survey-half.bin
+    python -m oracles.mufu survey DIR            the other MUFU units' structure survey -> DIR (oracles.mufu.survey)
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json
 
@@ -18,13 +24,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from oracles import provenance
 from oracles.args import OneLineParser
-from oracles.mufu import fit, hardware, interpolator, sample, tables
+from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
 
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
@@ -54,6 +61,11 @@ def _host_bits(x):
 
 def _unary_hw(name, bits):
     return _host_bits(hardware.unary(name, _cuda_bits(bits)))
+
+
+def _half_hw(name, bits16):
+    x = torch.from_numpy(np.asarray(bits16, np.uint16).view(np.int16)).to(DEVICE)
+    return hardware.half(name, x).cpu().numpy().view(np.uint16)
 
 
 def _measure_tables():
@@ -122,11 +134,18 @@ def _hw_outputs(name, arity, inputs):
 
 SAMPLED = {"ex2_approx_ftz_f32": 1, "ex2_approx_f32": 1, "rcp_approx_ftz_f32": 1, "sigmoid_f32": 1,
            "add_rn": 2, "mul_rn": 2, "div_full_f32": 2}
+# The other approximate instructions modelled exactly (oracles.numpy_model.approx): float32 ones sampled like
+# the unary primitives above, 16-bit ones over all 2^16 inputs (stratum "all").
+APPROX_F32 = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
+              "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_ftz_f32", "sin_approx_f32", "cos_approx_ftz_f32",
+              "cos_approx_f32")
+APPROX_16 = ("ex2_approx_f16", "ex2_approx_ftz_bf16")
+HALF_STRATA = {"all": lambda: np.arange(1 << 16, dtype=np.uint16)}
 
 
 def record_sample():
     out = {"provenance": _provenance(), "digest_chunk": sample.DIGEST_CHUNK, "primitives": {}}
-    for name, arity in SAMPLED.items():
+    for name, arity in list(SAMPLED.items()) + [(name, 1) for name in APPROX_F32]:
         strata = sample.UNARY_STRATA if arity == 1 else sample.BINARY_STRATA
         entry = {}
         for stratum, make in strata.items():
@@ -136,6 +155,11 @@ def record_sample():
                 entry[stratum]["outputs"] = outputs.astype(">u4").tobytes().hex()
         out["primitives"][name] = {"arity": arity, "strata": entry}
         print(name, {k: v["count"] for k, v in entry.items()})
+    for name in APPROX_16:
+        outputs = _half_hw(name, HALF_STRATA["all"]())
+        out["primitives"][name] = {"arity": "16-bit", "strata": {"all": {
+            "count": int(outputs.size), "digests": sample.chunk_digests(outputs.astype(np.uint32))}}}
+        print(name, outputs.size)
     SAMPLE_FILE.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
@@ -207,12 +231,17 @@ MODEL_SOURCES = ("oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.p
                  "oracles/mufu/data/mufu-coefficients.json")
 
 
-def model_source_sha256():
-    """sha256 over the primitive model's sources and coefficients, so a proof is tied to the model it proved."""
+def model_source_sha256(sources=MODEL_SOURCES):
+    """sha256 over a model's sources and coefficients, so a proof is tied to the model it proved."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    return tables.sha256(b"".join((root / name).read_bytes() for name in MODEL_SOURCES))
+    return tables.sha256(b"".join((root / name).read_bytes() for name in sources))
+
+
+APPROX_SOURCES = ("oracles/numpy_model/approx.py", "oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py",
+                  "oracles/mufu/interpolator.py", "oracles/mufu/segments.py",
+                  "oracles/mufu/data/mufu-coefficients.json", "oracles/mufu/data/mufu-survey-coefficients.json")
 
 
 _THROUGHPUT_ELEMENTS = 1 << 28
@@ -259,14 +288,47 @@ def prove():
         tally.add([x, y], hardware.binary("div_full_f32", x, y), model.div_full_f32(x, y))
     results["div_full_f32(x, y) exponent pairs"] = tally.result()
     print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
+    approx_results = prove_approx()
     record = {"provenance": _provenance(), "table_data_sha256": tables.read_provenance()["data_sha256"],
               "coefficients_tables_sha256": interpolator.read()["tables_sha256"],
               "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
               "sigmoid_f32_model_throughput": throughput,
               "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
-                          "is compared bit for bit", "results": results}
+                          "is compared bit for bit", "results": results,
+              "approximate_ops": {"model_sources": list(APPROX_SOURCES),
+                                  "model_source_sha256": model_source_sha256(APPROX_SOURCES),
+                                  "survey_coefficients": segments.COEFFICIENT_FILE.name,
+                                  "nan_rule": "as above for float32; 16-bit outputs compared bit for bit, every one",
+                                  "results": approx_results}}
     PROOF_FILE.write_text(json.dumps(record, indent=1) + "\n")
-    return 0 if all(r["mismatches"] == 0 for r in results.values()) else 1
+    every = list(results.values()) + list(approx_results.values())
+    return 0 if all(r["mismatches"] == 0 for r in every) else 1
+
+
+def _sweep_half(model_fn, hw_fn):
+    start = time.perf_counter()
+    x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32, device=DEVICE).to(torch.int16)
+    hw, model = hw_fn(x), model_fn(x)
+    bad = torch.nonzero(hw != model).flatten()
+    first = [{"inputs": [f"0x{int(x[i]) & 0xFFFF:04x}"], "hardware": f"0x{int(hw[i]) & 0xFFFF:04x}",
+              "model": f"0x{int(model[i]) & 0xFFFF:04x}"} for i in bad[:16].tolist()]
+    _synchronize()
+    return {"inputs": int(x.numel()), "mismatches": int(bad.numel()), "nan_input_bit_differences": 0,
+            "first_mismatches": first, "seconds": round(time.perf_counter() - start, 2)}
+
+
+def prove_approx():
+    """Every modelled instruction of oracles.numpy_model.approx against the hardware, over all its inputs."""
+    from oracles.numpy_model import approx
+
+    results = {}
+    for name in APPROX_F32:
+        results[name] = _sweep_unary(getattr(approx, name), lambda x, name=name: hardware.unary(name, x))
+        print(name, results[name], flush=True)
+    for name in APPROX_16:
+        results[name] = _sweep_half(getattr(approx, name), lambda x, name=name: hardware.half(name, x))
+        print(name, results[name], flush=True)
+    return results
 
 
 _NUMPY_PATH_CHUNK = 1 << 24
@@ -302,10 +364,27 @@ def main(argv=None):
     p.add_argument("--check", action="store_true", help="re-derive and compare with the stored file byte for byte")
     sub.add_parser("record-sample", help="record the hardware outputs of the stratified sample")
     sub.add_parser("prove", help="compare the model with the hardware over every input; time its GPU sigmoid")
+    p = sub.add_parser("fit-survey", help="fit the survey-fitted units' coefficients from a survey folder (CPU)")
+    p.add_argument("directory", help="a folder written by `survey`")
+    p.add_argument("--check", action="store_true", help="re-fit and compare with the stored file byte for byte")
+    p = sub.add_parser("survey-record", help="commit a survey folder's evidence into data/ (CPU)")
+    p.add_argument("directory", help="a folder written by `survey`")
+    p = sub.add_parser("survey", help="survey the units not yet modelled into a folder (GPU)")
+    p.add_argument("directory", help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     args = parser.parse_args(argv)
+    if args.command in ("fit-survey", "survey-record") and not (Path(args.directory) / "survey.json").is_file():
+        parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
     if args.command == "fit":
         return fit.main(args.check)
+    if args.command == "fit-survey":
+        from oracles.mufu import segments
+
+        return segments.main(args.directory, args.check)
+    if args.command == "survey-record":
+        from oracles.mufu import survey
+
+        return survey.write_record(args.directory)
     if args.command == "prove-numpy-path":
         return prove_numpy_path()
     if not torch.cuda.is_available():
@@ -313,6 +392,11 @@ def main(argv=None):
     DATA.mkdir(parents=True, exist_ok=True)
     if args.command == "measure":
         return measure(args.check)
+    if args.command == "survey":
+        from oracles.mufu import survey
+
+        survey.run(args.directory)
+        return 0
     if args.command == "record-sample":
         return record_sample()
     return prove()

@@ -13,6 +13,25 @@ UNARY = {
     "ex2_approx_ftz_f32": "ex2.approx.ftz.f32 $0, $1;",
     "ex2_approx_f32": "ex2.approx.f32 $0, $1;",
     "rcp_approx_ftz_f32": "rcp.approx.ftz.f32 $0, $1;",
+    "rcp_approx_f32": "rcp.approx.f32 $0, $1;",
+    "rsqrt_approx_ftz_f32": "rsqrt.approx.ftz.f32 $0, $1;",
+    "rsqrt_approx_f32": "rsqrt.approx.f32 $0, $1;",
+    "sqrt_approx_ftz_f32": "sqrt.approx.ftz.f32 $0, $1;",
+    "sqrt_approx_f32": "sqrt.approx.f32 $0, $1;",
+    "lg2_approx_ftz_f32": "lg2.approx.ftz.f32 $0, $1;",
+    "lg2_approx_f32": "lg2.approx.f32 $0, $1;",
+    "sin_approx_ftz_f32": "sin.approx.ftz.f32 $0, $1;",
+    "sin_approx_f32": "sin.approx.f32 $0, $1;",
+    "cos_approx_ftz_f32": "cos.approx.ftz.f32 $0, $1;",
+    "cos_approx_f32": "cos.approx.f32 $0, $1;",
+    "tanh_approx_f32": "tanh.approx.f32 $0, $1;",
+}
+# 16-bit instructions: bit patterns in and out through int16 registers.
+HALF = {
+    "tanh_approx_f16": "tanh.approx.f16 $0, $1;",
+    "tanh_approx_bf16": "tanh.approx.bf16 $0, $1;",
+    "ex2_approx_f16": "ex2.approx.f16 $0, $1;",
+    "ex2_approx_ftz_bf16": "ex2.approx.ftz.bf16 $0, $1;",
 }
 BINARY = {
     "add_rn": "add.rn.f32 $0, $1, $2;",
@@ -28,6 +47,15 @@ def _unary_kernel(x_ptr, y_ptr, n, ASM: tl.constexpr, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.inline_asm_elementwise(ASM, "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(y_ptr + offs, y, mask=mask)
+
+
+@triton.jit
+def _half_kernel(x_ptr, y_ptr, n, ASM: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.inline_asm_elementwise(ASM, "=h,h", [x], dtype=tl.int16, is_pure=True, pack=1)
     tl.store(y_ptr + offs, y, mask=mask)
 
 
@@ -60,6 +88,14 @@ def unary(name, x):
         _sigmoid_kernel[_grid(x.numel())](x, y, x.numel(), BLOCK=_BLOCK)
     else:
         _unary_kernel[_grid(x.numel())](x, y, x.numel(), ASM=UNARY[name], BLOCK=_BLOCK)
+    return y
+
+
+def half(name, x):
+    """The 16-bit instruction ``name`` of HALF on int16 CUDA tensor x of f16 or bf16 bit patterns."""
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _half_kernel[_grid(x.numel())](x, y, x.numel(), ASM=HALF[name], BLOCK=_BLOCK)
     return y
 
 

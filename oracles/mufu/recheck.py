@@ -6,6 +6,8 @@ measured again (oracles/mufu/hardware.py, a few seconds) before anything trusts 
 test can stand in for both.
 """
 
+import json
+
 import numpy as np
 
 from oracles.mufu import tables
@@ -64,3 +66,34 @@ def check(device=None, measure=None, per_table=SAMPLE_PER_TABLE, seed=None):
         return False, f"{where}: they differ here ({counts}, seed {seed}); {MEASURE_COMMAND}"
     return True, (f"{where}: {per_table:,} random entries of each of {', '.join(tables.TABLE_NAMES)} (seed {seed}) "
                   "equal this GPU's")
+
+
+def approx_trust(record=None, device=None, source_sha256=None):
+    """{op: (trusted, one line)} for every op of oracles.numpy_model.approx: trusted only where the proof
+    record's "approximate_ops" section (default: data/exhaustive-proof.json) swept all its inputs with 0
+    mismatches, for the model sources as they are now (``source_sha256``, default: their hash here), on the
+    GPU model ``device`` (default: this_gpu())."""
+    from oracles.mufu.__main__ import APPROX_16, APPROX_F32, APPROX_SOURCES, PROOF_FILE, model_source_sha256
+
+    record = json.loads(PROOF_FILE.read_text()) if record is None else record
+    section = record.get("approximate_ops")
+    proved_on = {k: record.get("provenance", {}).get(k) for k in ("gpu", "compute_capability")}
+    out = {}
+    for op, inputs in [(op, 1 << 32) for op in APPROX_F32] + [(op, 1 << 16) for op in APPROX_16]:
+        result = (section or {}).get("results", {}).get(op)
+        if result is None:
+            out[op] = (False, f"{op}: no exhaustive proof recorded; `python -m oracles.mufu prove` on a GPU records one")
+            continue
+        if section["model_source_sha256"] != (source_sha256 or model_source_sha256(APPROX_SOURCES)):
+            out[op] = (False, f"{op}: the model changed since its proof; `python -m oracles.mufu prove` again")
+            continue
+        if result["inputs"] != inputs or result["mismatches"] != 0:
+            out[op] = (False, f"{op}: its proof compared {result['inputs']:,} inputs with {result['mismatches']:,} "
+                              "mismatches")
+            continue
+        device = device or this_gpu()
+        if device != proved_on:
+            out[op] = (False, f"{op}: proved on {_name(proved_on)}, this GPU is {_name(device)}")
+            continue
+        out[op] = (True, f"{op}: proved on all {inputs:,} inputs on {_name(proved_on)}")
+    return out
