@@ -69,7 +69,7 @@ def test_schema_accepts_a_complete_file_and_names_what_is_missing():
 
 def test_targets_take_the_faster_baseline_and_need_every_b():
     times = dict(BASE, cute_meta=constant(2.0), flashinfer=constant(3.2),
-                 flashinfer_pdl=lambda b: 3.0 if b == 1 else 2.9,
+                 flashinfer_pdl=lambda b: 3.0 if b == 1 else 2.5,  # 1.5x and 1.25x: the target is 1.3x
                  **{"triton+flashinfer": constant(5.0), "triton+flashinfer_pdl": constant(4.0)})
     targets = bench_report.evaluate_targets(synthetic(times))
     fi = targets["graph"]["vs FlashInfer alone"]

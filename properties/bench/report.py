@@ -34,7 +34,7 @@ INFORMATION_VARIANTS = ("flashinfer_fused",)
 SUBJECT = "cute_meta"
 # (name, baseline variants (the faster one counts), the speedup the subject must reach over it).
 TARGETS = (
-    ("vs FlashInfer alone", ("flashinfer", "flashinfer_pdl"), 1.5),
+    ("vs FlashInfer alone", ("flashinfer", "flashinfer_pdl"), 1.3),  # issue 31 (its moonshot: 1.5)
     ("vs Triton then FlashInfer", ("triton+flashinfer", "triton+flashinfer_pdl"), 2.0),
 )
 MODES = ("graph", "pdl_chain")
