@@ -132,25 +132,26 @@ def _sqrt_approx_ftz_f32(x):
     return floats(select(((b < 0) & (exponent != 0)) | ((b & _ABS) > _INF_BITS), nan, result))
 
 
-def _scaled_below_normal(x, unit_fn, result_scale):
-    """The non-.ftz wrapper of rsqrt and sqrt: where |x| < 2^-126, x * 2^24 into the unit, the result times
-    ``result_scale`` (an FMUL each); elsewhere the unit alone."""
+def _scaled_below_normal(x, unit_fn, correct, constant):
+    """The non-.ftz wrapper of rsqrt, sqrt and lg2: where |x| < 2^-126 (zeros too), x * 2^24 into the unit and
+    the result corrected by ``correct`` (one FMUL or FADD) with float32 bits ``constant``; elsewhere the unit
+    alone."""
     xp = namespace(x)
     low = xp.abs(x) < _RANGE_LOW
     if nowhere(low):
         return unit_fn(x)
     r = unit_fn(xp.where(low, _mul_rn(x, _f32(x, _TWO_TO_24)), x))
-    return xp.where(low, _mul_rn(r, _f32(x, result_scale)), r)
+    return xp.where(low, correct(r, _f32(x, constant)), r)
 
 
 def _rsqrt_approx_f32(x):
     """rsqrt.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.RSQ(x * 2^24) * 2^12."""
-    return _scaled_below_normal(x, _rsqrt_approx_ftz_f32, _TWO_TO_12)
+    return _scaled_below_normal(x, _rsqrt_approx_ftz_f32, _mul_rn, _TWO_TO_12)
 
 
 def _sqrt_approx_f32(x):
     """sqrt.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.SQRT(x * 2^24) * 2^-12."""
-    return _scaled_below_normal(x, _sqrt_approx_ftz_f32, _TWO_TO_MINUS_12)
+    return _scaled_below_normal(x, _sqrt_approx_ftz_f32, _mul_rn, _TWO_TO_MINUS_12)
 
 
 def _ex2_approx_f16(h):
@@ -223,12 +224,7 @@ def _lg2_approx_ftz_f32(x):
 
 def _lg2_approx_f32(x):
     """lg2.approx.f32: below 2^-126 in magnitude (zeros too), MUFU.LG2(x * 2^24) - 24 (an FMUL, an FADD)."""
-    xp = namespace(x)
-    low = xp.abs(x) < _RANGE_LOW
-    if nowhere(low):
-        return _lg2_approx_ftz_f32(x)
-    r = _lg2_approx_ftz_f32(xp.where(low, _mul_rn(x, _f32(x, _TWO_TO_24)), x))
-    return xp.where(low, _add_rn(r, _f32(x, _MINUS_24)), r)
+    return _scaled_below_normal(x, _lg2_approx_ftz_f32, _add_rn, _MINUS_24)
 
 
 def _fmul_rz(x, c_bits):
