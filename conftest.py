@@ -108,6 +108,7 @@ def pytest_xdist_node_collection_finished(node, ids):
 
 
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: "long" not in item.keywords)  # stable: the long tests first, each in its order
     reason = cuda_reason()
     if reason is None:
         return

@@ -25,6 +25,7 @@ from properties.contract.calls import make, valid_call
 from properties.contract.check import breaches
 from properties.contract.edges import targeted
 from properties.contract.strategies import calls
+from properties.contract import sweep
 from properties.contract.sweep import targeted_breaches
 from properties.engine.poison import METADATA_POISON
 
@@ -216,3 +217,21 @@ def test_the_gpu_tiers_cache_twins_pass_a_right_cache_and_catch_a_key_without_th
 def test_route_standing_on_the_cpu_for_a_gpu_honours_every_targeted_call_and_computes_the_valid_ones(cpu_kernel):
     lines = targeted_breaches(False)
     assert not lines, "\n".join(lines[:12])
+
+
+
+def test_a_kernel_refusing_its_own_warm_up_calls_is_a_breach_per_variant_not_a_crash(monkeypatch):
+    """The GPU tier starts with routing.prepare's calls, valid ones: a contract that refuses them is a breach
+    (one line per variant refused); any other exception still ends the probe."""
+    def prepare(renormalize):
+        if not renormalize:
+            contract.check_arguments(*([None] * 10))
+
+    monkeypatch.setattr(routing, "prepare", prepare)
+    lines = sweep.prepare_breaches()
+    assert len(lines) == 1 and lines[0].startswith("prepare(renormalize=False): refused a valid call: route: logits ")
+    monkeypatch.setattr(routing, "prepare", lambda renormalize: None)
+    assert sweep.prepare_breaches() == []
+    monkeypatch.setattr(routing, "prepare", lambda renormalize: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        sweep.prepare_breaches()

@@ -210,3 +210,25 @@ def test_the_default_gpu_profile_draws_fresh_seeds_and_no_fewer_examples_than_ci
     assert gate.parse([])[0].profile == profiles.GATE_GPU
     monkeypatch.setattr(gate, "cuda_reason", lambda: "no CUDA device on this machine")
     assert gate.parse([])[0].profile == profiles.GATE_CPU == "ci"
+
+
+def test_the_long_tests_are_collected_first_and_the_workers_steal_work(monkeypatch, tmp_path):
+    """The gate's wall time is its slowest worker's: the mutant run (minutes on a GPU) starts at once, and
+    idle workers take the tests queued behind it."""
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
+                             CPU_FILE, "tests/test_mutants_gpu.py"], capture_output=True, text=True, cwd=gate.ROOT,
+                            timeout=GATE_TIMEOUT_S)
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert len(ids) > 2 and ids[0].startswith("tests/test_mutants_gpu.py::"), ids[:3]
+    assert all(i.startswith(CPU_FILE) for i in ids[1:]), ids
+    commands = []
+    monkeypatch.setattr(gate.subprocess, "Popen", lambda cmd, **kwargs: commands.append(cmd) or _Finished())
+    assert gate.run_tests(tmp_path, "ci", 4, ["-x"]) == (0, None)
+    assert commands[0][-3:] == ["--dist", "worksteal", "-x"], commands
+
+
+class _Finished:
+    """A pytest process that has already exited 0."""
+
+    def wait(self):
+        return 0

@@ -17,6 +17,7 @@ from properties.mutants.catalog import CATALOG, DIFFERENTIAL
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.long
 def test_every_mutant_is_killed_and_the_real_kernel_passes():
     record = runner.run(tier="gpu", report=runner.DEFAULT_REPORT)
     assert record["verdict"] == "PASS", "\n".join(record["failures"])

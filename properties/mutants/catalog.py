@@ -69,13 +69,16 @@ BOTH = KERNEL_TIERS
 CONTRACT = CONTRACT_TIERS
 ON_THE_CPU_ALL_ON_ONE = ("on the CPU every tensor is on the CPU: the logits' own device check refuses every call "
                          "before any other tensor's device is read")
+ADDRESS_NAMES_DEVICE = ("the key holds every tensor's address, and on a GPU (CUDA's unified addresses) a tensor on "
+                        "another device has another address: only the CPU tier's tensor claiming another device "
+                        "at the same address reaches the device left out of the key")
 NO_MISALIGNED_CUDA_ELEMENT = ("a CUDA tensor's address moves by whole elements (a view of a CUDA buffer starts on "
                               "one), so an int32 or float32 output 1 to 3 bytes off is made on the CPU alone")
 
 
-def _sig(name, what, old, new=""):
+def _sig(name, what, old, new="", kills=CONTRACT, escapes=""):
     """A signature mutant: ``old`` dropped from the checked-call key."""
-    return _mutant(name, f"the checked-call signature without {what}", CONTRACT, (C, old, new))
+    return _mutant(name, f"the checked-call signature without {what}", kills, (C, old, new), escapes=escapes)
 
 
 def _clause(name, description, old, new, kills=CONTRACT, escapes=""):
@@ -274,7 +277,8 @@ CONTRACT_MUTANTS = (
     _sig("signature_without_bias_address", "the bias' address", "bias.data_ptr(), "),
     _sig("signature_without_weights_shape", "the weights' shape", "weights.shape, "),
     _sig("signature_without_ids_type", "the ids' type", "type(ids), "),
-    _sig("signature_without_ids_device", "the ids' device", "ids.dtype, ids.device,", "ids.dtype,"),
+    _sig("signature_without_ids_device", "the ids' device", "ids.dtype, ids.device,", "ids.dtype,",
+         kills=(CONTRACT_CPU,), escapes=ADDRESS_NAMES_DEVICE),
     _sig("signature_without_metadata_dtype", "the metadata's dtype", "metadata.dtype,\n", "\n"),
     _sig("signature_without_metadata", "the metadata's presence and attributes",
          "        if metadata is None:\n            return key\n", "        return key\n"),

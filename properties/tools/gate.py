@@ -180,10 +180,11 @@ def stop(proc):
 def run_tests(scratch, profile, workers, pytest_args, gpus=0):
     """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None). With
     ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py). Pytest runs in a process
-    group of its own, ended whole when the gate is interrupted."""
+    group of its own, ended whole when the gate is interrupted; idle workers take queued tests from busy ones
+    (``--dist worksteal``), and the tests marked ``long`` are collected first (conftest.py)."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
-           f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), *pytest_args]
+           f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), "--dist", "worksteal", *pytest_args]
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, gpu_groups.GPUS_ENV: str(gpus)},
                             start_new_session=True)
     try:
