@@ -270,11 +270,11 @@ DOUBLE_ROUNDING = (0x37800001, 0x3F7FFFFE, 0x43800001)
 def test_fma_and_division_are_correctly_rounded():
     rng = np.random.default_rng(7)
     a, b, c = (_draw(rng, 3000) for _ in range(3))
-    a[0], b[0], c[0] = (np.uint32(v).view(np.float32) for v in DOUBLE_ROUNDING)
     # products near c's magnitude, so the addition cancels and rounds where double rounding would bite
     with np.errstate(over="ignore"):
         c2 = (-(a.astype(np.float64) * b) * (1 + rng.choice([0, 2**-24, -2**-25], 3000))).astype(np.float32)
     c = np.where((rng.random(3000) < 0.5) & np.isfinite(c2), c2, c)
+    a[0], b[0], c[0] = (np.uint32(v).view(np.float32) for v in DOUBLE_ROUNDING)
     with np.errstate(all="ignore"):
         got = fma_rn_f32(a, b, c)
         quotient = div_rn_f32(a, b)
