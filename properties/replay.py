@@ -46,9 +46,8 @@ def check(record, names=None):
     live = run_all(record.case, wanted + [r for r in recorded_references.values() if r not in wanted])
     recorded = {name + RECORDED: out for name, out in record.outputs.items()}
     references = {**references_of(live), **{name + RECORDED: ref for name, ref in recorded_references.items()}}
-    outputs = {**live, **recorded}
-    return (live, compared(outputs, references),
-            disagreements(outputs, reference=REFERENCE, tile_n=record.case.tile_n, references=references))
+    return (live, compared({**live, **recorded}, references),
+            disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n, references=references))
 
 
 def replay(record, names=None):
