@@ -243,7 +243,7 @@ CATALOG = (
         "recorded = {name + RECORDED: type(out)(out.ids, out.weights, None) for name, out in record.outputs.items()}")),
     _m("replay_ignores_recordings", REPLAY, "replay compares only the live outputs",
        CORPUS_T + "test_replay_command_fails_on_a_changed_recorded_bit",
-       ("disagreements(outputs, reference=REFERENCE,", "disagreements(live, reference=REFERENCE,")),
+       ("disagreements({**live, **recorded}, reference=REFERENCE,", "disagreements(live, reference=REFERENCE,")),
     _m("replay_exit_zero", REPLAY, "replay exits 0 when something differs",
        CORPUS_T + "test_replay_command_fails_on_a_changed_recorded_bit",
        ("statuses.append(DIFFER if found else if_equal)", "statuses.append(if_equal)")),
