@@ -5,8 +5,8 @@
 
 Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
 model), every plug-in of ``--impl`` (properties/engine/plugins.py) and every built-in it names runs the case
-again, and each live output and each recorded output is compared with the model's live
-output, bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
+again, and each live output and each recorded output is compared with its reference's live output (the
+model's unless the implementation declares another, or the file records another for it), bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
 reproduces), 2 when a file cannot be read or lacks an output its recording implementations write
 (the registry's ``writes()``), or when an implementation asked for cannot run: one line naming the file and the
 field, or "implementation NAME not run: <reason>"; every file is read before any case runs; 3 when some case
@@ -21,7 +21,7 @@ from properties.engine import casefile
 from properties.engine import implementations
 from properties.engine.cases import FIELDS
 from properties.engine.compare import describe, disagreements, field_bits
-from properties.engine.implementations import REFERENCE, available, run_all, unavailable, writes
+from properties.engine.implementations import REFERENCE, available, references_of, run_all, unavailable, writes
 from properties.engine.plugins import NotRun
 from properties.tools.args import OneLineParser
 
@@ -30,20 +30,24 @@ AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED = 0, 1, 2, 3
 VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE", NOTHING_COMPARED: "NOTHING COMPARED"}
 
 
-def compared(outputs, reference=REFERENCE):
-    """"<implementation> <field>" for every output ``disagreements`` compares with ``reference``'s: each field
-    of every other implementation that produced it."""
-    return [f"{name} {field}" for name, out in outputs.items() if name != reference
-            for field in FIELDS if field_bits(out, field) is not None]
+def compared(outputs, references=None):
+    """"<implementation> <field>" for every output ``disagreements`` compares with its reference's: each field
+    of every implementation that produced it, but the references' own (``references``: name -> reference)."""
+    references = references or {}
+    return [f"{name} {field}" for name, out in outputs.items()
+            if name not in (REFERENCE, *references.values()) for field in FIELDS if field_bits(out, field) is not None]
 
 
 def check(record, names=None):
     """(live outputs, the outputs compared, disagreements) of a CaseFile: live and recorded outputs (of
-    ``names``, default every available implementation) against the live model."""
-    live = run_all(record.case, names)
+    ``names``, default every available implementation) against their references' live outputs."""
+    recorded_references = casefile.references(record)
+    wanted = list(available() if names is None else names)
+    live = run_all(record.case, wanted + [r for r in recorded_references.values() if r not in wanted])
     recorded = {name + RECORDED: out for name, out in record.outputs.items()}
-    return (live, compared({**live, **recorded}),
-            disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n))
+    references = {**references_of(live), **{name + RECORDED: ref for name, ref in recorded_references.items()}}
+    return (live, compared({**live, **recorded}, references),
+            disagreements({**live, **recorded}, reference=REFERENCE, tile_n=record.case.tile_n, references=references))
 
 
 def replay(record, names=None):
@@ -68,7 +72,7 @@ def _summary(path, record, live, checked, found):
     elif not checked:
         lines.append(f"  NOTHING COMPARED: no recorded output and no live implementation here but the {REFERENCE}")
     else:
-        lines.append(f"  AGREES: every output equals the live model bit for bit ({len(checked)} compared)")
+        lines.append(f"  AGREES: every output equals its reference's live output bit for bit ({len(checked)} compared)")
     return "\n".join(lines)
 
 

@@ -7,7 +7,9 @@ captured into a CUDA graph).
     python -m properties.soak --impl fi_fused=examples/plugins/fi_fused.py:route --rows 1e8
 
 FlashInfer's routing runner always renormalizes and takes power-of-two tiles and at least one local expert:
-the declaration says so, and the harness calls it on nothing else.
+the declaration says so, and the harness calls it on nothing else. Its reference is the model of its own
+arithmetic (oracles/numpy_model/flashinfer_fused.py), not the Muse Spark model, whose sigmoid it does not
+compute.
 """
 
 from dataclasses import replace
@@ -47,4 +49,5 @@ route.declaration = {
     "renormalize": (True,),
     "device": "cuda",
     "unavailable": _unavailable,
+    "reference": "flashinfer_fused",
 }

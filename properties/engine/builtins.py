@@ -2,6 +2,8 @@
 its own call differs) with its declaration.
 
 - "model": the NumPy bitwise model (every machine; on CUDA tensors the same source through torch).
+- "flashinfer_fused": the model of FlashInfer's fused routing (oracles/numpy_model/flashinfer_fused.py), the
+  reference of implementations that declare it (properties/engine/references.py); run only where one does.
 - "triton": the Triton oracle ``fused_musespark1x_routing`` (CUDA): ids and weights.
 - "cute": the CuTe DSL kernel ``kernel.routing.route`` (CUDA): ids, weights and metadata.
 - "flashinfer": FlashInfer's routingIndicesDynBlockKernel on the reference's ids (CUDA): metadata only.
@@ -18,6 +20,7 @@ from functools import lru_cache
 import torch
 
 import oracles.numpy_model as model
+from oracles.numpy_model import flashinfer_fused
 from kernel.layout import EXPERTS, metadata_size
 from properties.engine.interface import Declaration, Implementation
 from properties.engine.poison import METADATA_POISON
@@ -51,6 +54,15 @@ def route_model(logits, bias, ids, weights, scale, renormalize=True, metadata=No
                 num_local_experts=0, tile_n=0):
     """The model (oracles/numpy_model) through the interface."""
     got_ids, got_weights = model.route(_host(logits), _host(bias), scale, renormalize)
+    _write(ids, got_ids)
+    _write(weights, got_weights)
+    _write_model_metadata(ids, metadata, local_expert_offset, num_local_experts, tile_n)
+
+
+def route_flashinfer_fused_model(logits, bias, ids, weights, scale, renormalize=True, metadata=None,
+                                 local_expert_offset=0, num_local_experts=0, tile_n=0):
+    """The model of FlashInfer's fused routing through the interface (it always renormalizes)."""
+    got_ids, got_weights = flashinfer_fused.route_flashinfer_fused(_host(logits), _host(bias), scale, renormalize)
     _write(ids, got_ids)
     _write(weights, got_weights)
     _write_model_metadata(ids, metadata, local_expert_offset, num_local_experts, tile_n)
@@ -145,6 +157,8 @@ _MODEL_LIKE = dict(writes=ALL_FIELDS, capturable=False)
 _FAULT = dict(on_request=True, **_MODEL_LIKE)
 BUILTINS = (
     Implementation("model", route_model, Declaration(device="cpu", **_MODEL_LIKE)),
+    Implementation("flashinfer_fused", route_flashinfer_fused_model,
+                   Declaration(device="cpu", renormalize=(True,), on_request=True, **_MODEL_LIKE)),
     Implementation("triton", route_triton, Declaration(device="cuda", unavailable=_triton_reason)),
     Implementation("cute", route_cute, Declaration(writes=ALL_FIELDS, device="cuda", unavailable=_cute_reason,
                                                    prepare=_prepare_cute)),

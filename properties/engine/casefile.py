@@ -6,8 +6,13 @@
                 "metadata_fill": -1515870811},
      "outputs": {"ids": [{"by": ["model", "cute", ...], "value": [[...], ...]}, ...],
                  "weights": [{"by": [...], "value": [row, ...]}, ...], "metadata": [{"by": [...], "value": ints}]},
-     "recorded": {"by": [...], "environment": {"gpu": ..., "driver": ..., "packages": {...}, "commit": ...}},
+     "recorded": {"by": [...], "environment": {"gpu": ..., "driver": ..., "packages": {...}, "commit": ...},
+                  "references": {"fi_fused": "flashinfer_fused"}},
      "origin": {...}, "disagreements": [...]}
+
+``recorded.references`` names the reference (properties/engine/references.py) of each recorded implementation
+compared against another than the Muse Spark model; a file without it, or an implementation it does not name,
+means the Muse Spark model ("model").
 
 Floats are their bit patterns, 8 hex digits a word; integers are decimal; a word followed by ``*n`` stands
 for n copies (``ff800000*248``). Each output field lists its distinct values, each with the implementations
@@ -41,6 +46,7 @@ from oracles import provenance
 from properties.engine.cases import FIELDS, Outputs, RoutingCase
 from properties.engine.poison import METADATA_POISON
 from properties.engine.floats import f32, f32_bits
+from properties.engine.references import DEFAULT as DEFAULT_REFERENCE
 
 FORMAT = "musespark-routing-case/1"
 REPO_ROOT = provenance.REPO_ROOT
@@ -350,20 +356,30 @@ def missing_fields(record, writes):
     return missing
 
 
-def recording(outputs):
-    """The ``recorded`` entry for outputs produced here now."""
-    return {"by": list(outputs), "environment": environment()}
+def recording(outputs, references=None):
+    """The ``recorded`` entry for outputs produced here now; ``references``: name -> its reference, of which
+    those other than the Muse Spark model are kept."""
+    kept = {name: ref for name, ref in (references or {}).items() if name in outputs and ref != DEFAULT_REFERENCE
+            and name != ref}
+    return {"by": list(outputs), "environment": environment(), **({"references": kept} if kept else {})}
+
+
+def references(record):
+    """name -> the reference each recorded implementation of ``record`` is compared against."""
+    named = record.recorded.get("references", {})
+    return {name: named.get(name, DEFAULT_REFERENCE) for name in record.outputs}
 
 
 def failures_dir():
     return Path(os.environ.get(FAILURES_ENV) or CORPORA / "failures")
 
 
-def write_failure(case, outputs, disagreements, origin):
-    """Save a disagreement as failures_dir()/<UTC time>-<hash of the inputs>.json; returns the path."""
+def write_failure(case, outputs, disagreements, origin, references=None):
+    """Save a disagreement as failures_dir()/<UTC time>-<hash of the inputs>.json (``references``: as for
+    ``recording``); returns the path."""
     digest = hashlib.sha256(json.dumps(_inputs(case), sort_keys=True).encode()).hexdigest()[:12]
     name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{case.generator}-{digest}.json"
-    return write(failures_dir() / name, CaseFile(case, outputs, recording(outputs), origin, disagreements))
+    return write(failures_dir() / name, CaseFile(case, outputs, recording(outputs, references), origin, disagreements))
 
 
 def case_files(paths):

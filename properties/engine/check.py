@@ -1,4 +1,5 @@
-"""A property's check of one case: every implementation against the model, bit for bit; a disagreement is
+"""A property's check of one case: every implementation against its reference (the model unless it declares
+another), bit for bit; a disagreement is
 saved as a replayable case file (corpora/failures/) before the check fails."""
 
 import os
@@ -8,7 +9,7 @@ import hypothesis.core
 
 from properties.engine.casefile import write_failure
 from properties.engine.compare import describe, disagreements
-from properties.engine.implementations import run_all
+from properties.engine.implementations import references_of, run_all
 
 
 def _reproduction(context):
@@ -39,13 +40,14 @@ def _hypothesis_run():
 
 def check_case(case, property_name, names=None):
     """Run the implementations (default: every available one) on ``case``; return their outputs when all
-    agree with the model bit for bit, else save the case with every output and raise AssertionError."""
+    agree with their references bit for bit, else save the case with every output and raise AssertionError."""
     outputs = run_all(case, names)
-    found = disagreements(outputs, tile_n=case.tile_n)
+    references = references_of(outputs)
+    found = disagreements(outputs, tile_n=case.tile_n, references=references)
     if not found:
         return outputs
     save, origin = _hypothesis_run()
-    saved = write_failure(case, outputs, found, {"property": property_name, **origin}) if save else None
+    saved = write_failure(case, outputs, found, {"property": property_name, **origin}, references) if save else None
     lines = "\n".join(describe(d) for d in found)
     raise AssertionError(f"{property_name}: implementations disagree on a {case.generator} case"
                          f"{f', saved to {saved}' if saved else ''}:\n{lines}")

@@ -1,12 +1,13 @@
-"""The one bitwise comparison: every implementation's outputs against a reference's (the model's), element by
-element, weights as their bit patterns."""
+"""The one bitwise comparison: every implementation's outputs against its reference's (the Muse Spark model's
+unless it declares another, properties/engine/references.py), element by element, weights as their bit
+patterns."""
 
 import numpy as np
 
 from kernel.layout import metadata_field
 from properties.engine.cases import FIELDS
-
-REFERENCE = "model"
+from properties.engine.references import DEFAULT as REFERENCE
+from properties.engine.references import REFERENCES
 
 MAX_LISTED = 5
 
@@ -44,21 +45,27 @@ def _compare(field, got, want, tile_n):
     return {"count": int(len(where)), "first": first}
 
 
-def disagreements(outputs, reference=REFERENCE, tile_n=None):
-    """One dict per (implementation, field) whose bits differ from ``reference``'s; a field an
-    implementation does not produce is not compared. With ``tile_n``, metadata elements carry their names."""
-    want = outputs[reference]
+def disagreements(outputs, reference=REFERENCE, tile_n=None, references=None):
+    """One dict per (implementation, field) whose bits differ from its reference's: ``references[name]`` where
+    given, else ``reference``; the references' own outputs are not compared; a field an implementation does
+    not produce is not compared. With ``tile_n``, metadata elements carry their names."""
+    references = references or {}
     found = []
     for name, got in outputs.items():
-        if name == reference:
+        against = references.get(name, reference)
+        if name == against or name in REFERENCES:
             continue
+        want = outputs.get(against)
         for field in FIELDS:
             got_bits = field_bits(got, field)
             if got_bits is None:
                 continue
-            difference = _compare(field, got_bits, field_bits(want, field), tile_n)
+            if want is None:
+                difference = {"count": None, "first": [], "note": f"the reference {against} was not run"}
+            else:
+                difference = _compare(field, got_bits, field_bits(want, field), tile_n)
             if difference is not None:
-                found.append({"implementation": name, "reference": reference, "field": field, **difference})
+                found.append({"implementation": name, "reference": against, "field": field, **difference})
     return found
 
 

@@ -93,8 +93,16 @@ def writes():
     return {name: impl.writes for name, impl in REGISTRY.items()}
 
 
+def references_of(names):
+    """name -> the name of the reference each implementation of ``names`` is compared against (registered
+    names only: a recorded output's name maps through ``recorded``'s caller)."""
+    return {name: REGISTRY[name].reference for name in names if name in REGISTRY}
+
+
 def run_all(case, names=None):
-    """name -> Outputs of each implementation in ``names`` (default: every available one) on ``case``; an
-    implementation whose declaration leaves the case out is left out."""
-    ran = {name: REGISTRY[name].run(case) for name in (available() if names is None else names)}
+    """name -> Outputs of each implementation in ``names`` (default: every available one) and of the
+    references they declare on ``case``; an implementation whose declaration leaves the case out is left out."""
+    names = list(available() if names is None else names)
+    names += [ref for ref in dict.fromkeys(references_of(names).values()) if ref not in names]
+    ran = {name: REGISTRY[name].run(case) for name in names}
     return {name: out for name, out in ran.items() if out is not None}

@@ -19,6 +19,8 @@ from typing import Callable
 from kernel.layout import MAX_TILE, MAX_TOKENS
 from oracles.provenance import cuda_reason
 from properties.engine.cases import FIELDS
+from properties.engine.references import DEFAULT as DEFAULT_REFERENCE
+from properties.engine.references import REFERENCES
 
 DEVICES = ("auto", "cuda", "cpu")
 
@@ -42,7 +44,8 @@ class Declaration:
     or "cpu"; capturable: its calls may be captured into a CUDA graph once each variant has run eagerly;
     unavailable: () -> why it cannot run on this machine, or None (a str is a fixed reason); prepare:
     (renormalize) -> None, run before a capture; on_request: it runs only where named (a planted fault),
-    never among "every available implementation".
+    never among "every available implementation"; reference: the name of the model its outputs are
+    compared against (properties/engine/references.py; default the Muse Spark model).
     """
 
     writes: tuple = ("ids", "weights")
@@ -56,6 +59,7 @@ class Declaration:
     unavailable: Callable = _always
     prepare: Callable | None = None
     on_request: bool = False
+    reference: str = DEFAULT_REFERENCE
 
     def __post_init__(self):
         writes = tuple(self.writes) if isinstance(self.writes, (list, tuple)) else self.writes
@@ -91,6 +95,8 @@ class Declaration:
             _fail("unavailable", "a str or a callable returning the reason or None", self.unavailable)
         if self.prepare is not None and not callable(self.prepare):
             _fail("prepare", "None or a callable", self.prepare)
+        if self.reference not in REFERENCES:
+            _fail("reference", f"one of {', '.join(REFERENCES)}", self.reference)
 
     @classmethod
     def of(cls, value):
@@ -142,6 +148,11 @@ class Implementation:
     @property
     def writes(self):
         return self.declaration.writes
+
+    @property
+    def reference(self):
+        """The name of the reference it is compared against (itself for a reference)."""
+        return self.name if self.name in REFERENCES else self.declaration.reference
 
     def unavailable(self):
         """Why it cannot run on this machine, or None."""

@@ -225,8 +225,9 @@ def main(argv=None):
                                      "NAME or NAME=MODULE:ATTR) or a planted fault (--fault NAME)")
             except ValueError as exc:  # NotRun, a malformed --impl, or nothing under test
                 p.error(str(exc))
-            reference = Model.on(ctx.device, args.compile_model, args.graph_stages)
-            results = bench(implementations(config), args.b, ctx.device, args.problems or BENCH_PROBLEMS,
+            impls = implementations(config)
+            reference = Model.on(ctx.device, args.compile_model, args.graph_stages, reference=impls[0].impl.reference)
+            results = bench(impls, args.b, ctx.device, args.problems or BENCH_PROBLEMS,
                             args.bench_batches, reference, args.depth, Draws(ctx.device, args.graph_stages))
             if args.summary:
                 write_summary(args.summary, {"bench": results, "provenance": provenance([describe_device(ctx.device)])})

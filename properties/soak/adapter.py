@@ -24,6 +24,7 @@ from properties.engine.floats import MAX_SUBNORMAL, PLUS_INF, SIGN
 from properties.engine.implementations import REGISTRY
 from properties.engine.implementations import add as add_plugins
 from properties.engine.plugins import NotRun
+from properties.engine.references import REFERENCES
 from properties.engine.compare import describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
 from properties.inputs.draws import FLT_MAX, RANK_SPLITS, SPECIAL_MAGNITUDES, SPECIAL_SCALES, SPECIAL_TILES
@@ -47,9 +48,10 @@ REFERENCE = "model"
 FAULTS = tuple(name[len(FAULT_PREFIX):] for name in REGISTRY if name.startswith(FAULT_PREFIX))
 
 
-def save_case(directory, name, case, outputs, found, origin):
-    """Write a case file (casefile format) to ``directory/name``; returns its path."""
-    record = casefile.CaseFile(case, outputs, casefile.recording(outputs), origin, found)
+def save_case(directory, name, case, outputs, found, origin, references=None):
+    """Write a case file (casefile format) to ``directory/name`` (``references``: name -> its reference, as
+    casefile.recording keeps them); returns its path."""
+    record = casefile.CaseFile(case, outputs, casefile.recording(outputs, references), origin, found)
     return casefile.write(directory / name, record)
 
 

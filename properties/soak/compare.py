@@ -14,6 +14,7 @@ from properties.soak.adapter import (
     metadata_size,
     numpy_route,
     numpy_routing_metadata,
+    REFERENCES,
 )
 from properties.soak.impls import FIELDS
 
@@ -65,24 +66,31 @@ def problem_outputs(out, p, tile_n):
     return Outputs(host(out.ids), host(out.weights), None if meta is None else meta[:metadata_size(tile_n)])
 
 
-def numpy_outputs(case):
-    """The NumPy model's Outputs of ``case`` on the CPU (metadata filled with the poison)."""
-    ids, weights = numpy_route(case.logits, case.bias, case.scale, case.renormalize)
+def numpy_outputs(case, reference=None):
+    """The NumPy form's Outputs of ``case`` on the CPU of ``reference`` (a name of REFERENCES; None: the
+    Muse Spark model's public route), metadata filled with the poison."""
+    if reference is None:
+        ids, weights = numpy_route(case.logits, case.bias, case.scale, case.renormalize)
+    else:
+        with np.errstate(all="ignore"):
+            ids, weights = REFERENCES[reference].route_rows(case.logits, case.bias, np.float32(case.scale),
+                                                            bool(case.renormalize))
     meta = None if case.tile_n is None else numpy_routing_metadata(
         ids, case.local_expert_offset, case.num_local_experts, case.tile_n, fill=METADATA_POISON)
     return Outputs(ids, weights, meta)
 
 
-def cross_check(batch, reference, problems):
-    """Compare the device model's outputs of ``problems`` with the NumPy model's on the CPU; returns the
-    rows checked. Raises ModelMismatch, naming the problem and the difference, when any bit differs."""
+def cross_check(batch, reference, problems, name=None):
+    """Compare the device reference's outputs (``reference``; ``name`` its name, None: the Muse Spark model)
+    of ``problems`` with its NumPy form's on the CPU; returns the rows checked. Raises ModelMismatch, naming
+    the problem and the difference, when any bit differs."""
     tile = batch.plan.tile_n
     for p in problems:
         case = problem_case(batch, p)
-        found = disagreements({"numpy": numpy_outputs(case), "device": problem_outputs(reference, p, tile)},
+        found = disagreements({"numpy": numpy_outputs(case, name), "device": problem_outputs(reference, p, tile)},
                               reference="numpy")
         if found:
-            raise ModelMismatch(f"the model on {batch.logits.device} differs from the NumPy model on a "
+            raise ModelMismatch(f"the {name or 'model'} on {batch.logits.device} differs from its NumPy form on a "
                                 f"{case.generator} problem (plan {batch.plan.index}, batch {batch.index}, "
                                 f"problem {p}): " + "; ".join(describe(d) for d in found))
     return len(problems) * batch.plan.b

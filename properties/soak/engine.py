@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from properties.soak import dist
-from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REGISTRY, NotRun, disagreements, save_case
+from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REFERENCES, REGISTRY, NotRun, disagreements, save_case
 from properties.soak.compare import ModelMismatch, disagreeing_problems, problem_case, problem_outputs
 from properties.soak.graphed import Draws
 from properties.soak import verdict
@@ -61,7 +61,7 @@ def under_test(config):
     names = list(config.implementations) + [FAULT_PREFIX + fault for fault in config.faults]
     for name in names:
         if name not in REGISTRY:
-            known = [n for n in REGISTRY if n not in (REFERENCE, "broken") and not n.startswith(FAULT_PREFIX)]
+            known = [n for n in REGISTRY if n not in (*REFERENCES, "broken") and not n.startswith(FAULT_PREFIX)]
             raise ValueError(f"implementation must be one of {known} or NAME=MODULE:ATTR, got {name!r}")
         reason = REGISTRY[name].unavailable()
         if reason is not None:
@@ -86,6 +86,7 @@ class Failure:
 
     name: str
     implementation: str
+    reference: str
     case: object
     outputs: dict
     found: list
@@ -107,7 +108,7 @@ def _minimal(impl, batch, reference, got, p):
     a batch of its own, else problem ``p`` of ``batch`` whole."""
     for row in range(batch.plan.b if batch.plan.b > 1 else 0):
         sub = _one_row(batch, p, row)
-        sub_reference = run_model(sub)
+        sub_reference = run_model(sub, REFERENCES[impl.impl.reference].route_rows)
         sub_got = impl.enqueue(sub, sub_reference)
         if disagreeing_problems(sub_got, sub_reference):
             return sub, 0, row, sub_reference, sub_got
@@ -115,7 +116,8 @@ def _minimal(impl, batch, reference, got, p):
 
 
 def failure(impl, batch, reference, got, p, rank, minimise=True):
-    """The Failure of ``impl`` on problem ``p`` of ``batch`` (``got`` its outputs, ``reference`` the model's)."""
+    """The Failure of ``impl`` on problem ``p`` of ``batch`` (``got`` its outputs, ``reference`` its
+    reference's)."""
     origin = {"soak": {"seed": batch.plan.seed, "plan": batch.plan.index, "batch": batch.index, "problem": p,
                        "b": batch.plan.b, "rank": rank}}
     source, q, row, reference, got = (_minimal(impl, batch, reference, got, p) if minimise
@@ -124,15 +126,16 @@ def failure(impl, batch, reference, got, p, rank, minimise=True):
         origin["soak"]["row"] = row
     tile = source.plan.tile_n
     case = problem_case(source, q)
-    outputs = {REFERENCE: problem_outputs(reference, q, tile), impl.name: problem_outputs(got, q, tile)}
-    found = disagreements(outputs, reference=REFERENCE)
+    against = impl.impl.reference
+    outputs = {against: problem_outputs(reference, q, tile), impl.name: problem_outputs(got, q, tile)}
+    found = disagreements(outputs, reference=against)
     if not found:  # the difference lies in the metadata buffer's padding, past metadata_size(tile_n)
-        found = [{"implementation": impl.name, "reference": REFERENCE, "field": "metadata", "count": None,
+        found = [{"implementation": impl.name, "reference": against, "field": "metadata", "count": None,
                   "first": [], "note": "writes past metadata_size(tile_n)"}]
     digest = hashlib.sha256(json.dumps([case.logits.view(np.uint32).tolist(), case.bias.view(np.uint32).tolist(),
                                         origin], sort_keys=True).encode()).hexdigest()[:12]
     name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-soak-{impl.name}-{case.generator}-{digest}.json"
-    return Failure(name, impl.name, case, outputs, found, origin)
+    return Failure(name, impl.name, against, case, outputs, found, origin)
 
 
 def _saved(plan, bad):
@@ -148,7 +151,8 @@ def _write(config, failures, written, firsts):
     room = max(0, config.max_case_files - len(written))
     paths = []
     for f in failures[:room]:
-        paths.append(str(save_case(config.failures_dir, f.name, f.case, f.outputs, f.found, f.origin)))
+        paths.append(str(save_case(config.failures_dir, f.name, f.case, f.outputs, f.found, f.origin,
+                                   {f.implementation: f.reference})))
         firsts.setdefault(verdict.key(f.implementation, f.case.generator), paths[-1])
     return paths
 
@@ -159,10 +163,11 @@ def _retire(ctx, config, pipeline, tally):
     batch, plan, found = flight.batch, flight.batch.plan, []
     for impl in pipeline.impls:
         got, bad = flight.outputs[impl.name], disagreeing(flight, impl.name)
+        want = flight.wants[impl.impl.reference]
         tally.disagreements[impl.name] += len(bad)
         if bad:
-            verdict.count(tally, impl.name, plan, got, flight.want)
-            found += [failure(impl, batch, flight.want, got, p, ctx.rank, config.minimise)
+            verdict.count(tally, impl.name, plan, got, want)
+            found += [failure(impl, batch, want, got, p, ctx.rank, config.minimise)
                       for p in _saved(plan, bad)]
         else:
             fields = [f for f in FIELDS if getattr(got, f) is not None]
@@ -178,8 +183,9 @@ def _retire(ctx, config, pipeline, tally):
 
 def run(config, ctx):
     """Run the soak on this rank; returns the summary (the same on every rank)."""
-    reference = Model.on(ctx.device, config.compile_model, config.graph_stages)
     impls = implementations(config)
+    first = impls[0].impl.reference if impls else REFERENCE
+    reference = Model.on(ctx.device, config.compile_model, config.graph_stages, reference=first)
     previous = Tally.from_json(config.previous["tally"]) if config.previous else Tally()
     plans, tally, written, mismatches = Plans(config.space, config.seed), Tally(), [], []
     firsts = dict((config.previous or {}).get("first_case_files", {}))
@@ -226,6 +232,7 @@ def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches,
         "seconds": round(elapsed, 3), "rows_per_second": round(totals.rows / elapsed) if elapsed else None,
         "world_size": ctx.world, "backend": ctx.backend, "devices": devices, "depth": pipeline.depth,
         "model": pipeline.model.describe(), "draw": pipeline.draws.describe(),
+        "references": {name: model.describe() for name, model in pipeline.models.items()},
         "branches": {impl.name: impl.branches for impl in impls}}]
     return {
         "format": SUMMARY_FORMAT,
@@ -235,6 +242,7 @@ def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches,
         "done": config.rows is not None and cumulative.rows >= config.rows,
         "space": dataclasses.asdict(config.space),
         "reference": REFERENCE,
+        "references": {impl.name: impl.impl.reference for impl in impls},
         "implementations": [impl.name for impl in impls],
         "sources": {impl.name: impl.impl.source for impl in impls},
         "eager": {impl.name: impl.eager for impl in impls if impl.eager},

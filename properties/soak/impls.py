@@ -1,5 +1,6 @@
-"""What the soak compares: BatchOutputs, and the reference, the model run on the whole batch at once on the
-batch's device. The implementations under test are the registry's (properties/engine/implementations.py),
+"""What the soak compares: BatchOutputs, and the references, each a model (properties/engine/references.py:
+the Muse Spark model, or another an implementation declares) run on the whole batch at once on the batch's
+device. The implementations under test are the registry's (properties/engine/implementations.py),
 run through properties/soak/launches.py.
 
 On a CUDA device the model's ids and weights (``route_rows``, its float work) may run compiled by
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from properties.soak.adapter import EXPERTS, METADATA_POISON, REFERENCE, metadata_rows, route_rows
+from properties.soak.adapter import EXPERTS, METADATA_POISON, REFERENCE, REFERENCES, metadata_rows, route_rows
 from properties.soak.graphed import EAGER_BELOW, Replays
 from properties.soak.plan import Batch, metadata_stride
 
@@ -56,12 +57,12 @@ def run_model(batch, route=route_rows):
     return BatchOutputs(ids, weights, model_metadata(batch, ids))
 
 
-def compiled_route():
-    """``route_rows`` compiled by torch.compile (see the module's docstring), once per row count: symbolic
+def compiled_route(route=route_rows):
+    """``route`` (a reference's route_rows) compiled by torch.compile (see the module's docstring), once per row count: symbolic
     shapes failed to trace the model on the H200 (a shift by a symbolic table width), so each b of a run's
     problem count gets a compiled form of its own, within RECOMPILES of them."""
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILES)
-    return torch.compile(route_rows, dynamic=False, options=COMPILE_OPTIONS)
+    return torch.compile(route, dynamic=False, options=COMPILE_OPTIONS)
 
 
 def _plan_outputs(route, plan, logits, bias, scale, renormalize, offset, count):
@@ -72,22 +73,26 @@ def _plan_outputs(route, plan, logits, bias, scale, renormalize, offset, count):
 
 
 class Model:
-    """The reference; ``compiled``: its ids and weights through ``compiled_route`` (a CUDA device), where the
+    """A reference (``reference``: its name in properties/engine/references.py); ``compiled``: its ids and weights through ``compiled_route`` (a CUDA device), where the
     first compiled call raises it runs as written from then on and ``not_compiled`` says why; ``graphed``:
     each plan's run replayed from a CUDA graph (properties/soak/graphed.py)."""
 
-    name = REFERENCE
-
-    def __init__(self, compiled=False, graphed=False):
-        self.compiled, self.not_compiled = compiled, None
-        self._route, self._first = (compiled_route() if compiled else route_rows), compiled
+    def __init__(self, compiled=False, graphed=False, reference=REFERENCE):
+        self.name, self.as_written_route = reference, REFERENCES[reference].route_rows
+        self.compiled, self.not_compiled, self._asked = compiled, None, (compiled, graphed)
+        self._route = compiled_route(self.as_written_route) if compiled else self.as_written_route
+        self._first = compiled
         self.replays = Replays(functools.partial(_plan_outputs, self._route)) if graphed else None
 
     @classmethod
-    def on(cls, device, compile_model, graph_stages=False):
+    def on(cls, device, compile_model, graph_stages=False, reference=REFERENCE):
         """The reference for a run on ``device``: compiled and graphed where asked and the device is a GPU."""
         cuda = device.type == "cuda"
-        return cls(compiled=compile_model and cuda, graphed=graph_stages and cuda)
+        return cls(compiled=compile_model and cuda, graphed=graph_stages and cuda, reference=reference)
+
+    def like(self, reference):
+        """Another reference in this one's forms (compiled, graphed) as asked of this one."""
+        return type(self)(compiled=self._asked[0], graphed=self._asked[1], reference=reference)
 
     @property
     def graphed(self):
@@ -107,9 +112,9 @@ class Model:
                 if not graphed:
                     return first
             except Exception as exc:  # whatever stops the compiler, the model still runs, as written
-                self.compiled, self._route = False, route_rows
+                self.compiled, self._route = False, self.as_written_route
                 if self.replays is not None:
-                    self.replays = Replays(functools.partial(_plan_outputs, route_rows))
+                    self.replays = Replays(functools.partial(_plan_outputs, self.as_written_route))
                 self.not_compiled = f"torch.compile raised {type(exc).__name__}: " \
                                     f"{str(exc).strip().splitlines()[0][:200]}"
         if not graphed:

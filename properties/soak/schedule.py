@@ -1,7 +1,8 @@
 """Batches in flight. Each batch's stages go onto streams of their own: the draw, the model, the
 implementations (then the comparison, which waits for the model), with events between them; a batch is
 retired (its comparison read, counted, its disagreements saved, a sample cross-checked on the CPU) in batch
-order once its last event has happened, while up to ``depth - 1`` later batches are already on the device.
+order. Each implementation is compared with its own reference (properties/engine/references.py): ``model``
+is the first, and every other reference an implementation declares runs in its forms beside it once its last event has happened, while up to ``depth - 1`` later batches are already on the device.
 Each batch holds its own inputs and outputs until it is retired, so nothing a later batch writes can reach
 it, whichever finishes first. On a CPU there are no streams: every stage runs when it is enqueued.
 """
@@ -50,17 +51,20 @@ class Streams:
 
 @dataclass(eq=False)
 class Flight:
-    """One batch on its way: its inputs, the model's outputs, each implementation's outputs (its own
-    copies) with the problems it was called on, the comparison's flags and the event of its last stage."""
+    """One batch on its way: its inputs, the first reference's outputs (``want``; every reference's in
+    ``wants``), each implementation's outputs (its own copies) with the problems it was called on, the
+    comparison's flags and the event of its last stage."""
 
     index: int
     batch: object
     want: object
+    wants: dict = field(default_factory=dict)  # reference name -> BatchOutputs
     outputs: dict = field(default_factory=dict)  # name -> BatchOutputs
     called: dict = field(default_factory=dict)  # name -> host indices of the problems called
     flags: dict = field(default_factory=dict)  # name -> bool [P] on the host (pinned on CUDA), True: differs
     eager_batch: object = None  # the batch drawn as written, where the graphed draw is checked
-    eager_want: object = None  # the model's outputs as written, where its compiled or graphed form is checked
+    eager_want: object = None  # the first reference's outputs as written, where its compiled or graphed form is checked
+    eager_wants: dict = field(default_factory=dict)  # reference name -> its outputs as written, likewise
     done: object = None
 
 
@@ -70,6 +74,10 @@ class Pipeline:
 
     def __init__(self, device, model, impls, plans, depth=2, streams=None, draws=None):
         self.device, self.model, self.impls, self.plans = device, model, impls, plans
+        self.reference_of = {impl.name: impl.impl.reference for impl in impls}
+        self.models = {model.name: model}
+        for reference in self.reference_of.values():
+            self.models.setdefault(reference, model.like(reference))
         self.depth = max(1, depth)
         self.streams = streams or Streams(device)
         self.draws = draws or Draws(device, graphed=False)
@@ -88,20 +96,22 @@ class Pipeline:
         flight = Flight(index, batch, None, eager_batch=eager_batch)
         with s.on("model"):
             s.wait("model", drawn)
-            flight.want = self.model.run(batch)
-            if first and not self.model.as_written:
-                flight.eager_want = run_model(batch)
+            for name, model in self.models.items():
+                flight.wants[name] = model.run(batch)
+                if first and not model.as_written:
+                    flight.eager_wants[name] = run_model(batch, model.as_written_route)
+            flight.want, flight.eager_want = flight.wants[self.model.name], flight.eager_wants.get(self.model.name)
             modelled = s.record("model")
         with s.on("implementations"):
             s.wait("implementations", drawn)
             if any(impl.impl.declaration.reads_ids for impl in self.impls):
                 s.wait("implementations", modelled)
             for impl in self.impls:
-                flight.outputs[impl.name] = impl.enqueue(batch, flight.want)
+                flight.outputs[impl.name] = impl.enqueue(batch, flight.wants[self.reference_of[impl.name]])
                 flight.called[impl.name] = impl.last_called
             s.wait("implementations", modelled)
             for name, got in flight.outputs.items():
-                bad = differing(got, flight.want)
+                bad = differing(got, flight.wants[self.reference_of[name]])
                 if bad is not None:
                     flight.flags[name] = torch.empty(bad.shape, dtype=torch.bool, pin_memory=s.cuda)
                     flight.flags[name].copy_(bad, non_blocking=True)
@@ -121,7 +131,7 @@ class Pipeline:
 
 
 def disagreeing(flight, name):
-    """Host list of the problems where implementation ``name`` differs from the model in ``flight``."""
+    """Host list of the problems where implementation ``name`` differs from its reference in ``flight``."""
     flags = flight.flags.get(name)
     return [] if flags is None else flags.nonzero().flatten().tolist()
 
@@ -133,8 +143,11 @@ def check_as_written(flight):
     if flight.eager_batch is not None:
         pairs += [("draw", name, getattr(flight.eager_batch, name), getattr(flight.batch, name))
                   for name in ("logits", "bias")]
-    if flight.eager_want is not None:
-        pairs += [("model", name, getattr(flight.eager_want, name), getattr(flight.want, name)) for name in FIELDS]
+    eager = flight.eager_wants or ({} if flight.eager_want is None else {None: flight.eager_want})
+    for reference, written in eager.items():
+        run = flight.want if reference is None else flight.wants[reference]
+        pairs += [(f"model {reference or ''}".strip(), name, getattr(written, name), getattr(run, name))
+                  for name in FIELDS]
     for stage, name, want, got in pairs:
         differs = 0 if want is None else int((bits(want) != bits(got)).sum())
         if differs:
@@ -143,6 +156,10 @@ def check_as_written(flight):
 
 
 def cross_check_flight(flight, count):
-    """Rows of the flight compared with the NumPy model on the CPU (ModelMismatch on any difference)."""
+    """Rows of the flight compared with each reference's NumPy form on the CPU (ModelMismatch on any
+    difference)."""
     plan = flight.batch.plan
-    return cross_check(flight.batch, flight.want, sample(plan.problems, count, flight.index))
+    problems = sample(plan.problems, count, flight.index)
+    wants = flight.wants or {None: flight.want}
+    rows = [cross_check(flight.batch, want, problems, reference) for reference, want in wants.items()]
+    return rows[0]  # the same rows, once per reference

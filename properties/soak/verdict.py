@@ -119,7 +119,8 @@ def of_summary(summary, name):
                                        if label in ulps.get(family, {})}
         entry["first_case_file"] = firsts.get(key(name, family))
         families[family] = entry
-    return {"format": VERDICT_FORMAT, "implementation": name, "reference": summary["reference"],
+    reference = summary.get("references", {}).get(name, summary["reference"])  # older summaries: the model
+    return {"format": VERDICT_FORMAT, "implementation": name, "reference": reference,
             "source": summary.get("sources", {}).get(name), "eager": summary.get("eager", {}).get(name),
             "seed": summary["seed"], "rows": tally["rows"], "space": summary["space"], "families": families,
             "provenance": summary["provenance"]}
