@@ -38,8 +38,9 @@ def _definition():
 
 @pytest.fixture(scope="module")
 def sigmoid_ptx(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip(f"{build.NOT_RUN}: nvcc not on PATH")
+    reason = build.unavailable()  # nvcc, and FlashInfer's sources (RoutingKernel.cuh) installed
+    if reason is not None:
+        pytest.skip(f"{build.NOT_RUN}: {reason}")
     folder = tmp_path_factory.mktemp("sigmoid")
     source = folder / "sigmoid.cu"
     source.write_text(KERNEL.format(definition=_definition()))

@@ -27,7 +27,12 @@ SPACE = Space(b=(1, 5), metadata="off", families=("plain", "saturated_score"), p
 
 @pytest.fixture(scope="module")
 def plugins():
-    return implementations.add([f"fi_own={PLUGIN}:route", f"fi_vs_model={PLUGIN}:route_against_the_model"])
+    """The two plug-ins, registered for this module's tests alone: a later test in the same worker (the GPU
+    properties run every registered implementation) must not meet them."""
+    before = dict(implementations.REGISTRY)
+    yield implementations.add([f"fi_own={PLUGIN}:route", f"fi_vs_model={PLUGIN}:route_against_the_model"])
+    implementations.REGISTRY.clear()
+    implementations.REGISTRY.update(before)
 
 
 def _soak(name, tmp_path):
