@@ -8,21 +8,30 @@ import torch
 
 from oracles import numpy_model
 from oracles.mufu import sample
-from oracles.mufu.__main__ import SAMPLE_FILE, SAMPLED
+from oracles.mufu.__main__ import APPROX_16, APPROX_F32, HALF_STRATA, SAMPLE_FILE, SAMPLED
+from oracles.numpy_model import approx
 
 RECORD = json.loads(SAMPLE_FILE.read_text())
-CASES = [(name, stratum) for name, arity in SAMPLED.items()
+# The routing primitives (oracles.numpy_model) and the other approximate float32 ops (oracles.numpy_model.approx),
+# each over its strata; the 16-bit ops over all 2^16 inputs.
+ARITY = {**SAMPLED, **{name: 1 for name in APPROX_F32}}
+CASES = [(name, stratum) for name, arity in ARITY.items()
          for stratum in (sample.UNARY_STRATA if arity == 1 else sample.BINARY_STRATA)]
 
 
+def _model(name):
+    return getattr(approx if name in APPROX_F32 else numpy_model, name)
+
+
 def _inputs(name, stratum):
-    make = (sample.UNARY_STRATA if SAMPLED[name] == 1 else sample.BINARY_STRATA)[stratum]
+    make = (sample.UNARY_STRATA if ARITY[name] == 1 else sample.BINARY_STRATA)[stratum]
     made = make()
-    return [made] if SAMPLED[name] == 1 else list(made)
+    return [made] if ARITY[name] == 1 else list(made)
 
 
 def _model_outputs(name, inputs):
-    return getattr(numpy_model, name)(*(x.view(np.float32) for x in inputs)).view(np.uint32)
+    with np.errstate(all="ignore"):
+        return _model(name)(*(x.view(np.float32) for x in inputs)).view(np.uint32)
 
 
 def _hex(v):
@@ -33,8 +42,20 @@ def test_sample_was_recorded_on_an_h200_and_is_large_enough():
     prov = RECORD["provenance"]
     assert prov["gpu"] == "NVIDIA H200" and prov["compute_capability"] == "9.0"
     assert RECORD["digest_chunk"] == sample.DIGEST_CHUNK
-    for name in SAMPLED:
+    for name in ARITY:
         assert sum(s["count"] for s in RECORD["primitives"][name]["strata"].values()) >= 10**6
+    for name in APPROX_16:
+        assert RECORD["primitives"][name]["strata"]["all"]["count"] == 1 << 16
+
+
+@pytest.mark.parametrize("name", APPROX_16)
+def test_16_bit_models_match_every_recorded_hardware_output(name):
+    inputs = HALF_STRATA["all"]()
+    got = getattr(approx, name)(inputs).astype(np.uint32)
+    digests = sample.chunk_digests(got)
+    recorded = RECORD["primitives"][name]["strata"]["all"]["digests"]
+    bad = [i for i, (a, b) in enumerate(zip(digests, recorded)) if a != b]
+    assert len(digests) == len(recorded) and not bad, f"{name}: chunks {bad} differ from the H200"
 
 
 @pytest.mark.parametrize("name,stratum", CASES)
@@ -70,7 +91,8 @@ def test_the_torch_path_gives_the_numpy_bits(name, stratum):
     """The exhaustive proof runs the model on torch tensors: on the sample, that path equals the NumPy one."""
     inputs = _inputs(name, stratum)
     tensors = [torch.from_numpy(x.view(np.int32)).view(torch.float32) for x in inputs]
-    got = getattr(numpy_model, name)(*tensors).view(torch.int32).numpy().view(np.uint32)
+    with np.errstate(all="ignore"):
+        got = _model(name)(*tensors).view(torch.int32).numpy().view(np.uint32)
     bad = np.flatnonzero(got != _model_outputs(name, inputs))
     assert bad.size == 0, [{"inputs": [_hex(x[i]) for x in inputs], "torch": _hex(got[i])} for i in bad[:10]]
 
