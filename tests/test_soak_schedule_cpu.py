@@ -164,11 +164,11 @@ def test_a_compiled_model_that_differs_in_one_bit_stops_the_soak():
     plan = make_plan(Space(b=(2,), metadata="on", problems=20), 4, 0)
     batch = make_batch(plan, 0, "cpu")
     want = run_model(batch)
-    flight = Flight(0, batch, want, eager_want=run_model(batch))
+    flight = Flight(0, batch, {"model": want}, eager_wants={"model": run_model(batch)})
     check_as_written(flight)  # equal: nothing raised
     flipped = want.weights.clone()
     flipped.view(torch.int32)[3, 1, 5] ^= 1
-    flight.want = type(want)(want.ids, flipped, want.metadata)
+    flight.wants["model"] = type(want)(want.ids, flipped, want.metadata)
     with pytest.raises(ModelMismatch, match="1 weights element"):
         check_as_written(flight)
 
@@ -197,7 +197,7 @@ def test_a_metadata_only_implementation_is_not_called_in_a_plan_without_metadata
 def test_a_graphed_draw_that_differs_in_one_bit_stops_the_soak():
     plan = make_plan(Space(b=(2,), problems=20), 4, 0)
     batch, eager = make_batch(plan, 0, "cpu"), make_batch(plan, 0, "cpu")
-    flight = Flight(0, batch, run_model(batch), eager_batch=eager)
+    flight = Flight(0, batch, {"model": run_model(batch)}, eager_batch=eager)
     check_as_written(flight)  # equal: nothing raised
     batch.bias.view(torch.int32)[7, 200] ^= 1 << 31
     with pytest.raises(ModelMismatch, match="draw as run differs from the draw as written in 1 bias element"):

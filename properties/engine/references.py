@@ -8,34 +8,11 @@ oracles/numpy_model with routing.route_rows's signature (logits [n, 256], bias [
 - "flashinfer_fused": FlashInfer's fused routing as its SASS computes it (oracles/numpy_model/flashinfer_fused.py).
 """
 
-from dataclasses import dataclass
-from typing import Callable
-
 from oracles.numpy_model import flashinfer_fused, routing
 
 DEFAULT = "model"
 
-
-@dataclass(frozen=True)
-class Reference:
-    """A reference: its name, its model's route_rows and public route, and what it models."""
-
-    name: str
-    route_rows: Callable
-    route: Callable
-    models: str
-
-
 REFERENCES = {
-    DEFAULT: Reference(DEFAULT, routing.route_rows, routing.route, "the Muse Spark model"),
-    "flashinfer_fused": Reference("flashinfer_fused", flashinfer_fused.route_rows,
-                                  flashinfer_fused.route_flashinfer_fused,
-                                  "FlashInfer's fused routing as its SASS computes it"),
+    DEFAULT: routing.route_rows,
+    "flashinfer_fused": flashinfer_fused.route_rows,
 }
-
-
-def check(name):
-    """``name`` when it names a reference; ValueError (one line) naming the references otherwise."""
-    if not isinstance(name, str) or name not in REFERENCES:
-        raise ValueError(f"reference must be one of {', '.join(REFERENCES)}, got {name!r}")
-    return name

@@ -73,7 +73,7 @@ def numpy_outputs(case, reference=None):
         ids, weights = numpy_route(case.logits, case.bias, case.scale, case.renormalize)
     else:
         with np.errstate(all="ignore"):
-            ids, weights = REFERENCES[reference].route_rows(case.logits, case.bias, np.float32(case.scale),
+            ids, weights = REFERENCES[reference](case.logits, case.bias, np.float32(case.scale),
                                                             bool(case.renormalize))
     meta = None if case.tile_n is None else numpy_routing_metadata(
         ids, case.local_expert_offset, case.num_local_experts, case.tile_n, fill=METADATA_POISON)

@@ -108,7 +108,7 @@ def _minimal(impl, batch, reference, got, p):
     a batch of its own, else problem ``p`` of ``batch`` whole."""
     for row in range(batch.plan.b if batch.plan.b > 1 else 0):
         sub = _one_row(batch, p, row)
-        sub_reference = run_model(sub, REFERENCES[impl.impl.reference].route_rows)
+        sub_reference = run_model(sub, REFERENCES[impl.impl.reference])
         sub_got = impl.enqueue(sub, sub_reference)
         if disagreeing_problems(sub_got, sub_reference):
             return sub, 0, row, sub_reference, sub_got

@@ -78,7 +78,7 @@ class Model:
     each plan's run replayed from a CUDA graph (properties/soak/graphed.py)."""
 
     def __init__(self, compiled=False, graphed=False, reference=REFERENCE):
-        self.name, self.as_written_route = reference, REFERENCES[reference].route_rows
+        self.name, self.as_written_route = reference, REFERENCES[reference]
         self.compiled, self.not_compiled, self._asked = compiled, None, (compiled, graphed)
         self._route = compiled_route(self.as_written_route) if compiled else self.as_written_route
         self._first = compiled

@@ -1,8 +1,9 @@
 """Batches in flight. Each batch's stages go onto streams of their own: the draw, the model, the
 implementations (then the comparison, which waits for the model), with events between them; a batch is
 retired (its comparison read, counted, its disagreements saved, a sample cross-checked on the CPU) in batch
-order. Each implementation is compared with its own reference (properties/engine/references.py): ``model``
-is the first, and every other reference an implementation declares runs in its forms beside it once its last event has happened, while up to ``depth - 1`` later batches are already on the device.
+order once its last event has happened, while up to ``depth - 1`` later batches are already on the device.
+Each implementation is compared with its own reference (properties/engine/references.py): the pipeline's
+model first, and every other reference an implementation declares in the same forms beside it.
 Each batch holds its own inputs and outputs until it is retired, so nothing a later batch writes can reach
 it, whichever finishes first. On a CPU there are no streams: every stage runs when it is enqueued.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from properties.soak.adapter import REFERENCE
 from properties.soak.compare import ModelMismatch, bits, cross_check, differing, sample
 from properties.soak.graphed import Draws
 from properties.soak.impls import FIELDS, run_model
@@ -51,20 +53,18 @@ class Streams:
 
 @dataclass(eq=False)
 class Flight:
-    """One batch on its way: its inputs, the first reference's outputs (``want``; every reference's in
-    ``wants``), each implementation's outputs (its own copies) with the problems it was called on, the
-    comparison's flags and the event of its last stage."""
+    """One batch on its way: its inputs, every reference's outputs, each implementation's outputs (its own
+    copies) with the problems it was called on, the comparison's flags and the event of its last stage."""
 
     index: int
     batch: object
-    want: object
     wants: dict = field(default_factory=dict)  # reference name -> BatchOutputs
     outputs: dict = field(default_factory=dict)  # name -> BatchOutputs
     called: dict = field(default_factory=dict)  # name -> host indices of the problems called
     flags: dict = field(default_factory=dict)  # name -> bool [P] on the host (pinned on CUDA), True: differs
     eager_batch: object = None  # the batch drawn as written, where the graphed draw is checked
-    eager_want: object = None  # the first reference's outputs as written, where its compiled or graphed form is checked
-    eager_wants: dict = field(default_factory=dict)  # reference name -> its outputs as written, likewise
+    eager_wants: dict = field(default_factory=dict)  # reference name -> its outputs as written, where its
+    # compiled or graphed form is checked
     done: object = None
 
 
@@ -93,14 +93,13 @@ class Pipeline:
             batch = self.draws.batch(plan, index)
             eager_batch = make_batch(plan, index, self.device) if first and self.draws.graphed else None
             drawn = s.record("draw")
-        flight = Flight(index, batch, None, eager_batch=eager_batch)
+        flight = Flight(index, batch, eager_batch=eager_batch)
         with s.on("model"):
             s.wait("model", drawn)
             for name, model in self.models.items():
                 flight.wants[name] = model.run(batch)
                 if first and not model.as_written:
                     flight.eager_wants[name] = run_model(batch, model.as_written_route)
-            flight.want, flight.eager_want = flight.wants[self.model.name], flight.eager_wants.get(self.model.name)
             modelled = s.record("model")
         with s.on("implementations"):
             s.wait("implementations", drawn)
@@ -143,11 +142,9 @@ def check_as_written(flight):
     if flight.eager_batch is not None:
         pairs += [("draw", name, getattr(flight.eager_batch, name), getattr(flight.batch, name))
                   for name in ("logits", "bias")]
-    eager = flight.eager_wants or ({} if flight.eager_want is None else {None: flight.eager_want})
-    for reference, written in eager.items():
-        run = flight.want if reference is None else flight.wants[reference]
-        pairs += [(f"model {reference or ''}".strip(), name, getattr(written, name), getattr(run, name))
-                  for name in FIELDS]
+    for reference, written in flight.eager_wants.items():
+        stage = "model" if reference == REFERENCE else f"model {reference}"
+        pairs += [(stage, name, getattr(written, name), getattr(flight.wants[reference], name)) for name in FIELDS]
     for stage, name, want, got in pairs:
         differs = 0 if want is None else int((bits(want) != bits(got)).sum())
         if differs:
@@ -160,6 +157,5 @@ def cross_check_flight(flight, count):
     difference)."""
     plan = flight.batch.plan
     problems = sample(plan.problems, count, flight.index)
-    wants = flight.wants or {None: flight.want}
-    rows = [cross_check(flight.batch, want, problems, reference) for reference, want in wants.items()]
+    rows = [cross_check(flight.batch, want, problems, reference) for reference, want in flight.wants.items()]
     return rows[0]  # the same rows, once per reference
