@@ -164,6 +164,9 @@ ROWS = [
     ("oracles.mufu", ["fit", "--bogus"], "--bogus"),
     ("oracles.mufu", ["measure", "--bogus"], "--bogus"),
     ("oracles.mufu", ["measure"], "measure", PROCESS),
+    ("oracles.mufu", ["certify"], "directory"),
+    ("oracles.mufu", ["certify", "{F}/file.txt"], "directory"),
+    ("oracles.mufu", ["certify", "{F}/new"], "certify", PROCESS),
     # ---- the FlashInfer oracle's build
     ("oracles.flashinfer_routing", ["--arch", "sm_xx"], "--arch", PROCESS),
     ("oracles.flashinfer_routing", ["--arch"], "--arch"),

@@ -13,9 +13,12 @@
     python -m oracles.mufu survey DIR            the other MUFU units' structure survey -> DIR (oracles.mufu.survey)
     python -m oracles.mufu prove-numpy-path     (CPU) NumPy's common-path sigmoid vs the generic path the proof
                                                  ran, over all 2^32 inputs -> data/numpy-path-proof.json
+    python -m oracles.mufu certify DIR           every step above that a new GPU needs, in order (CERTIFY_STEPS):
+                                                 measure, fit, survey DIR, fit-survey DIR, survey-record DIR,
+                                                 record-sample, prove; stops at the first that fails
 
 Each command's purpose is its record: the command line that names it (measure, fit, record-sample, prove,
-prove-numpy-path) replaces that committed file under oracles/mufu/data/, and nothing else; the --check forms
+prove-numpy-path; certify, all of its steps') replaces that committed file under oracles/mufu/data/, and nothing else; the --check forms
 write nothing. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
 .git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
@@ -354,6 +357,44 @@ def prove_numpy_path():
     return 0 if result["mismatches"] == result["nan_input_bit_differences"] == 0 else 1
 
 
+# The GPU and CPU steps that make this GPU's records, in dependency order: each (name, function of the survey folder).
+CERTIFY_STEPS = (
+    ("measure", lambda directory: measure(False)),
+    ("fit", lambda directory: fit.main(False)),
+    ("survey", lambda directory: _survey(directory)),
+    ("fit-survey", lambda directory: segments.main(directory, False)),
+    ("survey-record", lambda directory: _survey_record(directory)),
+    ("record-sample", lambda directory: record_sample()),
+    ("prove", lambda directory: prove()),
+)
+
+
+def _survey(directory):
+    from oracles.mufu import survey
+
+    index = survey.run(directory)
+    return 1 if index.get("failed_phases") else 0
+
+
+def _survey_record(directory):
+    from oracles.mufu import survey
+
+    return survey.write_record(directory)
+
+
+def certify(directory):
+    """Every record of this GPU, step by step (CERTIFY_STEPS); exit status of the first step that fails, else 0."""
+    start = time.perf_counter()
+    for name, step in CERTIFY_STEPS:
+        print(f"certify: {name}", flush=True)
+        status = step(directory)
+        if status:
+            print(f"certify: FAILED at {name} (exit {status}); the records before it are written", flush=True)
+            return status
+    print(f"certify: every step passed in {time.perf_counter() - start:.0f} s; commit oracles/mufu/data/", flush=True)
+    return 0
+
+
 def main(argv=None):
     parser = OneLineParser(prog="python -m oracles.mufu", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -372,19 +413,19 @@ def main(argv=None):
     p = sub.add_parser("survey", help="survey the units not yet modelled into a folder (GPU)")
     p.add_argument("directory", help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
+    p = sub.add_parser("certify", help="every step a new GPU needs, from measure to prove (GPU)")
+    p.add_argument("directory", help="folder for the survey (created)")
     args = parser.parse_args(argv)
     if args.command in ("fit-survey", "survey-record") and not (Path(args.directory) / "survey.json").is_file():
         parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
+    if args.command in ("survey", "certify") and Path(args.directory).exists() and not Path(args.directory).is_dir():
+        parser.error(f"directory: {args.directory} is not a folder")
     if args.command == "fit":
         return fit.main(args.check)
     if args.command == "fit-survey":
-        from oracles.mufu import segments
-
         return segments.main(args.directory, args.check)
     if args.command == "survey-record":
-        from oracles.mufu import survey
-
-        return survey.write_record(args.directory)
+        return _survey_record(args.directory)
     if args.command == "prove-numpy-path":
         return prove_numpy_path()
     if not torch.cuda.is_available():
@@ -393,10 +434,9 @@ def main(argv=None):
     if args.command == "measure":
         return measure(args.check)
     if args.command == "survey":
-        from oracles.mufu import survey
-
-        survey.run(args.directory)
-        return 0
+        return _survey(args.directory)
+    if args.command == "certify":
+        return certify(args.directory)
     if args.command == "record-sample":
         return record_sample()
     return prove()
