@@ -1,6 +1,7 @@
-"""Throughput of the NumPy model on one CPU core: route rows/s and sigmoid_f32 elements/s.
+"""Throughput of the NumPy model on one CPU core: route rows/s, sigmoid_f32 elements/s and, with --approx, every
+modelled approximate op of oracles.numpy_model.approx in M values/s (issue 30's target: 50 each).
 
-    python -m oracles.numpy_model.bench [--rows N] [--elements N] [--repeats N]
+    python -m oracles.numpy_model.bench [--rows N] [--elements N] [--repeats N] [--approx]
 
 Prints the best of ``repeats`` timings, each in CPU seconds of this process pinned to one core (so other
 processes sharing the machine do not count); the coefficients are loaded before timing starts.
@@ -30,6 +31,7 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=8192)
     parser.add_argument("--elements", type=int, default=1 << 24)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--approx", action="store_true", help="also time every op of oracles.numpy_model.approx")
     args = parser.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -43,6 +45,21 @@ def main(argv=None):
     print(f"cpu: {platform.processor() or platform.machine()}, one core, CPU time, numpy {np.__version__}")
     print(f"route:       {args.rows / t_route:,.0f} rows/s ({args.rows} rows of 256 experts, renormalize)")
     print(f"sigmoid_f32: {args.elements / t_sigmoid / 1e6:,.1f} M elements/s ({args.elements} elements)")
+    if args.approx:
+        _approx(np.abs(x), rng.integers(0, 1 << 16, args.elements, dtype=np.uint16), args.repeats)
+
+
+def _approx(x, h, repeats):
+    """M values/s of every modelled approximate op: float32 ones on |N(0, 10)|, 16-bit ones on random patterns."""
+    from oracles.mufu.__main__ import APPROX_16, APPROX_F32
+    from oracles.numpy_model import approx
+
+    for names, values, what in ((APPROX_F32, x, "|N(0, 10)| float32"), (APPROX_16, h, "random 16-bit patterns")):
+        for name in names:
+            op = getattr(approx, name)
+            op(values[:16])  # builds what the op computes once (coefficients, its 16-bit outputs)
+            seconds = _best_seconds(lambda: op(values), repeats)
+            print(f"{name + ':':22} {values.size / seconds / 1e6:,.1f} M values/s ({values.size} {what})")
 
 
 if __name__ == "__main__":
