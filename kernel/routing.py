@@ -327,14 +327,15 @@ class _Routing:
             mMeta[META_PADDED_TOKENS] = total * tile_n
             mMeta[META_NUM_CTAS] = total
         if count > 0:
+            # The loops stay rolled (unroll=1): unrolled they made more code per launch and measured slower.
             first = earlier + scan
             first_row = first * tile_n
-            for c in cutlass.range(ctas):
+            for c in cutlass.range(ctas, unroll=1):
                 cta = first + c
                 mMeta[META_CTA_BATCH + cta] = e
                 mMeta[META_CTA_LIMIT + cta] = cutlass.min((cta + 1) * tile_n, first_row + count)
             rest = tokens
-            for i in cutlass.range(count):
+            for i in cutlass.range(count, unroll=1):
                 flag = Int32(cute.arch.bfind(rest & (Uint32(0) - rest)))
                 token = flag >> NIBBLE_SHIFT
                 pick = (word >> (flag - (NIBBLE - 1))) & (TOP_K - 1)
@@ -346,15 +347,15 @@ class _Routing:
 
     @cute.jit
     def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
-        """-1 into mMeta[start:end]: up to 3 single stores to a 16-byte boundary, 16-byte stores, up to 3 single
-        stores (the single ones predicated, not looped)."""
+        """-1 into mMeta[start:end]: up to 3 single stores to a 16-byte boundary, 16-byte stores (a rolled loop),
+        up to 3 single stores (the single ones predicated, not looped)."""
         body_start = cutlass.min((start + VECTOR_WORDS - 1) & -VECTOR_WORDS, end)
         body_end = cutlass.max(body_start, end & -VECTOR_WORDS)
         for d in cutlass.range_constexpr(VECTOR_WORDS - 1):
             if start + d < body_start:
                 mMeta[start + d] = Int32(PADDING)
         base = mMeta.iterator.toint()
-        for i in cutlass.range(body_start, body_end, VECTOR_WORDS):
+        for i in cutlass.range(body_start, body_end, VECTOR_WORDS, unroll=1):
             st_global_v4_b32(base + Int64(i) * WORD_BYTES, Int32(PADDING))
         for d in cutlass.range_constexpr(VECTOR_WORDS - 1):
             if body_end + d < end:
