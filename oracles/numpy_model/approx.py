@@ -5,11 +5,10 @@ ex2.approx.ftz.bf16, tanh.approx.f16 and tanh.approx.bf16.
 
 MUFU.RSQ, MUFU.SQRT, MUFU.LG2, MUFU.SIN/COS and MUFU.TANH are quadratic interpolators fitted from the survey
 (oracles.mufu.segments); the f16 and bf16 forms of ex2 and tanh are MUFU.EX2 (the routing model's own) and
-MUFU.TANH rounded toward zero. The SASS around each unit,
-read from ptxas (Triton 3.6.0, sm_90a), is in oracles/mufu/data/sass-sequences.json. `python -m oracles.mufu
-prove` sweeps each over every input against the GPU (exhaustive-proof.json, "approximate_ops");
-oracles.mufu.recheck.approx_trust says which the committed record proves. Arrays in, arrays out; the same
-code runs on torch tensors.
+MUFU.TANH rounded toward zero. The SASS around each unit, read from ptxas (Triton 3.6.0, sm_90a), is in
+oracles/mufu/data/sass-sequences.json. `python -m oracles.mufu prove` sweeps each over every input against the
+GPU (exhaustive-proof.json, "approximate_ops"); oracles.mufu.recheck.approx_trust says which the committed record
+proves. Arrays in, arrays out; the same code runs on torch tensors.
 """
 
 import functools
@@ -340,6 +339,7 @@ def _tanh_of(index):
 
 @functools.lru_cache(maxsize=1)
 def _every_tanh():
+    """int32 [51 x 2^17]: _tanh_of at every index."""
     unit = segments.load()["tanh"]
     index = np.arange(unit["c0"].size << unit["x_bits"], dtype=np.int32)
     return np.concatenate([_tanh_of(index[i:i + (1 << 20)]) for i in range(0, index.size, 1 << 20)])
