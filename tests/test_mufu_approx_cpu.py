@@ -19,13 +19,15 @@ DATA = segments.COEFFICIENT_FILE.parent
 SURVEY = json.loads((DATA / "mufu-survey.json").read_text())
 HALVES = survey.read_halves(SURVEY)
 F32_OPS = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
-           "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_f32", "cos_approx_f32")
-HALF_OPS = ("ex2_approx_f16", "ex2_approx_ftz_bf16")
+           "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_f32", "cos_approx_f32", "tanh_approx_f32")
+HALF_OPS = ("ex2_approx_f16", "ex2_approx_ftz_bf16", "tanh_approx_f16", "tanh_approx_bf16")
 BINADE = 1 << 23
 # Every surveyed binade of RSQ and SQRT; of LG2's 69 and SIN's and COS's 27 each (all of them matched when
-# fitted) a few: those fitted from, the ends and some between, to keep the CPU tier fast.
+# fitted) a few: those fitted from, the ends and some between, to keep the CPU tier fast. Of TANH's 254: the 11
+# it is fitted from (119-129), the binades beside them (x itself below, 1.0 above) and the ends.
 SOME = {"lg2_approx_ftz_f32": (1, 2, 64, 100, 120, 125, 126, 127, 128, 129, 157, 254),
-        "sin_approx_f32": (1, 124, 127, 130), "cos_approx_f32": (1, 124, 127, 130)}
+        "sin_approx_f32": (1, 124, 127, 130), "cos_approx_f32": (1, 124, 127, 130),
+        "tanh_approx_f32": (1, 60, 117, 118, *range(119, 130), 130, 131, 200, 254)}
 WHOLE = [c for c in SURVEY["chunks"] if c["op"] in F32_OPS and c["exponent"] in SOME.get(c["op"], (c["exponent"],))]
 # Binades whose outputs the special-value rules decide: zeros and subnormals, infinities and NaNs, both signs;
 # for rcp.approx.f32 also the binade whose results are subnormal (its x 0.25 branch).
@@ -103,7 +105,7 @@ def test_bad_input_is_refused_by_name():
         approx.ex2_approx_f16(np.ones(3, np.float16))
 
 
-@pytest.mark.parametrize("unit,segment", [("rsq", 1), ("sqrt", 100)])
+@pytest.mark.parametrize("unit,segment", [("rsq", 1), ("sqrt", 100), ("tanh", 20)])
 def test_the_fitter_recovers_a_units_coefficients_from_its_own_outputs(unit, segment):
     """`fit-survey` needs the survey's 30 MB (not committed); on a segment the model itself generates, its
     search finds exactly one (C1, C2), the stored one, and a C0 interval starting at the stored C0."""
@@ -145,6 +147,25 @@ def test_numpys_sine_table_is_the_interpolator_the_torch_form_runs():
     index = np.arange(1 << 23, dtype=np.int32)
     on_torch = approx._sine_of(torch.from_numpy(index)).numpy()
     assert np.array_equal(approx._every_sine(), on_torch)
+
+
+def test_numpys_tanh_table_is_the_interpolator_the_torch_form_runs():
+    """tanh on NumPy gathers from every index's output, computed once; torch runs the interpolator (what the
+    GPU proof checks): equal at all 51 x 2^17 indices."""
+    table = approx._every_tanh()
+    on_torch = approx._tanh_of(torch.from_numpy(np.arange(table.size, dtype=np.int32))).numpy()
+    assert table.size == 51 << 17 and np.array_equal(table, on_torch)
+
+
+def test_tanh_is_odd_like_the_h200():
+    """The survey saw f(-x) = -f(x) bit for bit in every binade but NaN's; the model on random patterns of
+    every other class."""
+    odd = SURVEY["symmetry"]["tanh_approx_f32"]["odd"]
+    assert odd[:255] == [BINADE] * 255
+    x = np.random.default_rng(30).integers(0, 0x7F800001, 1 << 20, dtype=np.uint32)
+    plus = approx.tanh_approx_f32(x.view(np.float32)).view(np.uint32)
+    minus = approx.tanh_approx_f32((x | 0x80000000).view(np.float32)).view(np.uint32)
+    assert np.array_equal(minus, plus | 0x80000000)
 
 
 @pytest.mark.parametrize("name", ["sin", "cos"])

@@ -141,8 +141,8 @@ SAMPLED = {"ex2_approx_ftz_f32": 1, "ex2_approx_f32": 1, "rcp_approx_ftz_f32": 1
 # the unary primitives above, 16-bit ones over all 2^16 inputs (stratum "all").
 APPROX_F32 = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
               "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_ftz_f32", "sin_approx_f32", "cos_approx_ftz_f32",
-              "cos_approx_f32")
-APPROX_16 = ("ex2_approx_f16", "ex2_approx_ftz_bf16")
+              "cos_approx_f32", "tanh_approx_f32")
+APPROX_16 = ("ex2_approx_f16", "ex2_approx_ftz_bf16", "tanh_approx_f16", "tanh_approx_bf16")
 HALF_STRATA = {"all": lambda: np.arange(1 << 16, dtype=np.uint16)}
 
 

@@ -74,12 +74,19 @@ UNITS = {
             "square_truncation": 19, "result_shift": 2},
     "sin": {"op": "sin_approx_f32", "index_bits": 23, "fraction_bits": 37, "phase_bits": 25, "x_bits": 17,
             "square_truncation": 19, "result_shift": 2},
+    "tanh": {"op": "tanh_approx_f32", "first_exponent": 119, "quantum_bits": [17, 17, 17, 18, 18, 19, 19, 19, 20, 21, 20],
+             "fraction_bits": 24, "x_bits": 17, "square_truncation": 19, "result_shift": 17},
 }
 # SIN, COS: t = x * 0x3E22F983 (1 / (2 pi)) by an FMUL.RZ; the phase p = floor(|t| 2^25) mod 2^25 (quarter
 # turns in its top 2 bits); sin is S(f) in quarters 0 and 2 and S(~f) (the 23 bits of f inverted) in 1 and 3,
 # negated in quarters 2 and 3 and for t < 0; cos is sin at p + 2^23, never negated for t < 0. S(f) = sin(2 pi f
 # / 2^25) is V with 37 fraction bits rounded toward zero, V the unit's interpolator.
 INV_2PI_BITS = 0x3E22F983
+# TANH: on |x| in [2^(first_exponent - 127), 8), binade e keeps the top quantum_bits[e - first_exponent] of its
+# fraction (x truncated: 2^17 to 2^21 quanta per binade); the binades' quanta, one after the other, are the
+# index, 2^17 to a segment (51 segments). R is tanh(|x|) in units of 2^-(fraction_bits + max(0, 127 - e)) (half
+# the input's unit in the last place below 1), and the output is R toward zero to float32. Below the first
+# binade the output is x itself, from 8 on 1.0; odd in x.
 BASE_EXPONENTS = (127, 128)
 LG2_EXPONENTS = (127, 126)
 
@@ -164,6 +171,40 @@ def sin_intervals(directory):
     return low, high, index["provenance"]
 
 
+def tanh_layout(spec):
+    """(shift, offset: int32 [256] per biased exponent e, result_fraction_bits: int32 per segment) of TANH's
+    index: a magnitude's bits a in a modelled binade have index (a >> shift[e]) - offset[e]; other exponents
+    index 0 (its output unused)."""
+    first, quanta = spec["first_exponent"], np.asarray(spec["quantum_bits"], np.int64)
+    exponents = first + np.arange(quanta.size)
+    shift, offset = np.full(256, 31), np.zeros(256, np.int64)
+    base = np.concatenate([[0], np.cumsum(1 << quanta)[:-1]])
+    shift[exponents] = 23 - quanta
+    offset[exponents] = ((exponents << 23) >> shift[exponents]) - base
+    per_binade = spec["fraction_bits"] + np.maximum(0, 127 - exponents)
+    per_segment = np.repeat(per_binade, 1 << (quanta - spec["x_bits"]))
+    return shift.astype(np.int32), offset.astype(np.int32), per_segment.astype(np.int32)
+
+
+def tanh_intervals(directory):
+    """(low, high, provenance): bounds [low, high) of TANH's R at every index (tanh_layout) from the survey's
+    binades: R in [y, y + ulp(y)) in R's units; ValueError where the outputs of one quantum differ."""
+    spec = UNITS["tanh"]
+    chunk, provenance = _chunks(directory)
+    shift, _, result_fraction_bits = tanh_layout(spec)
+    parts = []
+    for e in range(spec["first_exponent"], spec["first_exponent"] + len(spec["quantum_bits"])):
+        y = chunk(spec["op"], e).reshape(-1, 1 << int(shift[e]))
+        if (y != y[:, :1]).any():
+            raise ValueError(f"tanh: outputs differ within a quantum of binade {e}")
+        parts.append(y[:, 0].view(np.float32))
+    h = np.concatenate(parts)
+    one = np.exp2(np.repeat(result_fraction_bits, 1 << spec["x_bits"]).astype(np.float64))
+    low = (h.astype(np.float64) * one).astype(np.int64)
+    high = ((h.astype(np.float64) + _ulp_above(h)) * one).astype(np.int64)
+    return low, high, provenance
+
+
 def derive(directory):
     """The coefficient record (JSON-ready) fitted from the survey in ``directory``."""
     units, provenance = {}, None
@@ -172,6 +213,8 @@ def derive(directory):
             low, high, provenance = lg2_intervals(directory)
         elif name == "sin":
             low, high, provenance = sin_intervals(directory)
+        elif name == "tanh":
+            low, high, provenance = tanh_intervals(directory)
         else:
             table, provenance = measured_table(directory, name)
             if spec["exact_at_zero"] is not None:
@@ -206,7 +249,8 @@ def main(directory, check):
 
 @functools.lru_cache(maxsize=1)
 def load():
-    """{unit: {'c0', 'c1', 'c2': int64 [segments], 'square': int64 [2^x_bits], and the unit's format}}."""
+    """{unit: {'c0', 'c1', 'c2': int64 [segments], 'square': int64 [2^x_bits], and the unit's format}}; TANH's
+    also 'index_shift', 'index_offset' and 'result_fraction_bits' (tanh_layout)."""
     if not COEFFICIENT_FILE.exists():
         raise FileNotFoundError(f"{COEFFICIENT_FILE} is missing: run `python -m oracles.mufu fit-survey DIR`")
     record = json.loads(COEFFICIENT_FILE.read_text())
@@ -217,5 +261,7 @@ def load():
         unit = {k: np.asarray(entry[k], np.int64) for k in ("c0", "c1", "c2")}
         unit["square"] = truncated_square(np.arange(1 << entry["x_bits"], dtype=np.int64),
                                           entry["square_truncation"])
+        if name == "tanh":
+            unit["index_shift"], unit["index_offset"], unit["result_fraction_bits"] = tanh_layout(entry)
         units[name] = {**entry, **unit}
     return units

@@ -1,13 +1,14 @@
 """Bitwise models of the H200's other approximate PTX instructions, beside those of the routing kernel
 (oracles.numpy_model.primitives): rcp.approx.f32, rsqrt.approx[.ftz].f32, sqrt.approx[.ftz].f32,
-lg2.approx[.ftz].f32, ex2.approx.f16 and ex2.approx.ftz.bf16.
+lg2.approx[.ftz].f32, sin.approx[.ftz].f32, cos.approx[.ftz].f32, tanh.approx.f32, ex2.approx.f16,
+ex2.approx.ftz.bf16, tanh.approx.f16 and tanh.approx.bf16.
 
-MUFU.RSQ, MUFU.SQRT and MUFU.LG2 are quadratic interpolators fitted from the survey (oracles.mufu.segments); the f16
-and bf16 forms of ex2 are MUFU.EX2 (the routing model's own) rounded toward zero. The SASS around each unit,
-read from ptxas (Triton 3.6.0, sm_90a), is in oracles/mufu/data/sass-sequences.json. `python -m oracles.mufu
-prove` sweeps each over every input against the GPU (exhaustive-proof.json, "approximate_ops");
-oracles.mufu.recheck.approx_trust says which the committed record proves. Arrays in, arrays out; the same
-code runs on torch tensors.
+MUFU.RSQ, MUFU.SQRT, MUFU.LG2, MUFU.SIN/COS and MUFU.TANH are quadratic interpolators fitted from the survey
+(oracles.mufu.segments); the f16 and bf16 forms of ex2 and tanh are MUFU.EX2 (the routing model's own) and
+MUFU.TANH rounded toward zero. The SASS around each unit, read from ptxas (Triton 3.6.0, sm_90a), is in
+oracles/mufu/data/sass-sequences.json. `python -m oracles.mufu prove` sweeps each over every input against the
+GPU (exhaustive-proof.json, "approximate_ops"); oracles.mufu.recheck.approx_trust says which the committed record
+proves. Arrays in, arrays out; the same code runs on torch tensors.
 """
 
 import functools
@@ -28,7 +29,8 @@ _TWO_TO_25 = 0x4C000000
 _TWO_TO_32 = 0x4F800000
 _MINUS_INF = 0xFF800000 - (1 << 32)
 _F16_INF = 0x7C00
-_HALF_NAN = 0x7FFF  # what MUFU.EX2.F16 and MUFU.EX2.BF16 write for a NaN
+_HALF_NAN = 0x7FFF  # what MUFU.EX2.F16, MUFU.TANH.F16 and their .BF16 forms write for a NaN
+_F16_SIGN = 0x8000
 
 
 @functools.lru_cache(maxsize=None)
@@ -158,13 +160,24 @@ def _ex2_approx_f16(h):
     """ex2.approx.f16 (MUFU.EX2.F16): MUFU.EX2 of the exact float32 of h, rounded toward zero to f16
     (subnormal results kept), results of 2^16 and above +inf, a NaN the canonical 0x7FFF."""
     xp = namespace(h)
-    x = h.view(np.float16).astype(np.float32) if xp is np else h.view(xp.float16).to(xp.float32)
-    b = bits(_ex2_approx_ftz_f32(x))  # >= +0, +inf or NaN
+    b = bits(_ex2_approx_ftz_f32(_f16_to_f32(h)))  # >= +0, +inf or NaN
+    return _to16(xp.where((b & _ABS) > _INF_BITS, i32(xp, b, _HALF_NAN), _toward_zero_f16(b)))
+
+
+def _f16_to_f32(h):
+    """The float32 (exact) of f16 bit patterns ``h``."""
+    xp = namespace(h)
+    return h.view(np.float16).astype(np.float32) if xp is np else h.view(xp.float16).to(xp.float32)
+
+
+def _toward_zero_f16(b):
+    """int32 f16 bits of float32 bit patterns ``b`` >= 0 (no NaN), rounded toward zero: f16 subnormals kept,
+    2^16 and above +inf."""
+    xp = namespace(b)
     normal = (b - ((127 - 15) << 23)) >> 13  # f16 exponent and the top 10 fraction bits
-    subnormal = truncate_to_i32(floats(b) * _f32(x, _TWO_TO_24))  # in units of 2^-24, truncated
+    subnormal = truncate_to_i32(floats(b) * _f32(b, _TWO_TO_24))  # in units of 2^-24, truncated
     r = xp.where(b < (113 << 23), subnormal, normal)  # below 2^-14: f16 subnormal
-    r = xp.where(b >= (143 << 23), i32(xp, b, _F16_INF), r)  # 2^16 and above, +inf
-    return _to16(xp.where((b & _ABS) > _INF_BITS, i32(xp, b, _HALF_NAN), r))
+    return xp.where(b >= (143 << 23), i32(xp, b, _F16_INF), r)
 
 
 def _ex2_approx_ftz_bf16(h):
@@ -294,6 +307,58 @@ def _cos_approx_f32(x):
     return _mufu_sin(_fmul_rz(magnitude, segments.INV_2PI_BITS), 0, 1 << segments.UNITS["sin"]["index_bits"])
 
 
+def _tanh_approx_f32(x):
+    """tanh.approx.f32 (MUFU.TANH): in the modelled binades R at the quantised |x| (oracles.mufu.segments),
+    below them x itself (subnormals and zeros too), from 8 on 1.0 (infinities too); odd; NaN gives NaN."""
+    xp = namespace(x)
+    unit = _segment_units_on(xp, getattr(x, "device", None))["tanh"]
+    b = bits(x)
+    a = b & _ABS
+    exponent = a >> 23
+    index = (a >> take(unit["index_shift"], exponent)) - take(unit["index_offset"], exponent)
+    low = unit["first_exponent"] << 23
+    high = (unit["first_exponent"] + len(unit["quantum_bits"])) << 23
+    r = xp.where(a < low, a, xp.where(a >= high, i32(xp, b, ONE), _tanh_at(index)))
+    return floats(select(a > _INF_BITS, _units(x)[1], r | (b & _SIGN)))
+
+
+def _tanh_at(index):
+    """float32 bits of MUFU.TANH at its indices. On NumPy one gather from every index's output, computed once
+    from the coefficients (27 MB); on torch the interpolator itself."""
+    if namespace(index) is np:
+        return np.take(_every_tanh(), index, mode="clip")
+    return _tanh_of(index)
+
+
+def _tanh_of(index):
+    """R (oracles.mufu.segments) toward zero to float32, scaled by its units: exact, every result is normal."""
+    unit = _segment_units_on(namespace(index), getattr(index, "device", None))["tanh"]
+    fraction_bits = truncate_to_i32(take(unit["result_fraction_bits"], index >> unit["x_bits"]))
+    return bits(_toward_zero_f32(_segmented("tanh", index))) - (fraction_bits << 23)
+
+
+@functools.lru_cache(maxsize=1)
+def _every_tanh():
+    """int32 [51 x 2^17]: _tanh_of at every index."""
+    unit = segments.load()["tanh"]
+    index = np.arange(unit["c0"].size << unit["x_bits"], dtype=np.int32)
+    return np.concatenate([_tanh_of(index[i:i + (1 << 20)]) for i in range(0, index.size, 1 << 20)])
+
+
+def _tanh_approx_f16(h):
+    """tanh.approx.f16 (MUFU.TANH.F16): MUFU.TANH of the exact float32 of h, rounded toward zero to f16 (its
+    subnormals kept); a NaN gives the canonical 0x7FFF."""
+    xp = namespace(h)
+    b = bits(_tanh_approx_f32(_f16_to_f32(h)))
+    r = _toward_zero_f16(b & _ABS) | ((b >> 16) & _F16_SIGN)
+    return _to16(xp.where((b & _ABS) > _INF_BITS, i32(xp, b, _HALF_NAN), r))
+
+
+def _tanh_approx_bf16(h):
+    """tanh.approx.bf16 (MUFU.TANH.BF16): MUFU.TANH of the float32 of h (subnormals kept), its top 16 bits."""
+    return _to16(bits(_tanh_approx_f32(floats(_from16(h) << 16))) >> 16)
+
+
 rcp_approx_f32 = _public(_rcp_approx_f32)
 rsqrt_approx_ftz_f32 = _public(_rsqrt_approx_ftz_f32)
 rsqrt_approx_f32 = _public(_rsqrt_approx_f32)
@@ -305,3 +370,6 @@ sin_approx_f32 = sin_approx_ftz_f32 = _public(_sin_approx_f32)
 cos_approx_f32 = cos_approx_ftz_f32 = _public(_cos_approx_f32)
 ex2_approx_f16 = _public16(_ex2_approx_f16)
 ex2_approx_ftz_bf16 = _public16(_ex2_approx_ftz_bf16)
+tanh_approx_f32 = _public(_tanh_approx_f32)
+tanh_approx_f16 = _public16(_tanh_approx_f16)
+tanh_approx_bf16 = _public16(_tanh_approx_bf16)
