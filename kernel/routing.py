@@ -270,6 +270,7 @@ class _Routing:
             # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
             addresses = [sScores.iterator.toint()] * TOP_K
             address = sScores.iterator.toint()
+            expert = Int32(0)
             if warp < rows:
                 expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
                 if lane < TOP_K:
@@ -284,16 +285,56 @@ class _Routing:
             cute.arch.sync_threads()
             if warp < rows:
                 _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
-            self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, sUsed, tid, warp, tile_n, cta_table)
+            if tile_n >= TOP_K:
+                if warp < rows and lane < TOP_K:
+                    self.write_route_metadata(mMeta, sRoutes, sUsed, warp, lane, expert - local_offset, num_local,
+                                              tile_n)
+                if tid == 0:
+                    self.write_totals(mMeta, sUsed, tile_n)
+            else:
+                self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, tid, warp, tile_n, cta_table)
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
-    def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor,
-                              sUsed: cute.Tensor, e: Int32, warp: Int32, tile_n: Int32, cta_table: Int32):
-        """Thread e: local expert e's CTAs (batch index, row limit), permuted rows and route rows; thread 0
-        the totals. Experts past num_local have no route word, so they count no CTA and write nothing.
-        ``cta_table`` holds ceil(c / tile_n) in nibble c - 1 for c = 1..8 (no division here); ``sUsed`` the
-        local experts some route picked, a bit each.
+    def write_route_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sUsed: cute.Tensor, token: Int32,
+                             pick: Int32, local: Int32, num_local: Int32, tile_n: Int32):
+        """tile_n >= TOP_K: every picked local expert has one CTA (its at most MAX_TOKENS tokens fit a tile), so
+        the thread of route (token, pick) to local expert ``local`` finds its row alone: the expert's CTA is the
+        number of picked local experts below it (``sUsed``), the row that CTA's first plus the number of the
+        expert's tokens before ``token`` (its route word); the expert's first token also writes the CTA's batch
+        index, row limit and padding rows. No loop over experts or tokens, no barrier."""
+        if local >= 0 and local < num_local:
+            tokens = Uint32(sRoutes[local]) & Uint32(TOKEN_FLAGS)
+            count = Int32(cute.arch.popc(tokens))
+            rank = Int32(cute.arch.popc(tokens & ((Uint32(1) << (NIBBLE * token)) - 1)))
+            group = local // WARP
+            cta = Int32(cute.arch.popc(Uint32(sUsed[group]) & ((Uint32(1) << (local % WARP)) - 1)))
+            for w in cutlass.range_constexpr(WARPS):
+                cta = cta + _select(w < group, Int32(cute.arch.popc(sUsed[w])), Int32(0))
+            first_row = cta * tile_n
+            mMeta[META_PERMUTED_TO_TOKEN + first_row + rank] = token
+            mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + rank
+            if rank == 0:
+                mMeta[META_CTA_BATCH + cta] = local
+                mMeta[META_CTA_LIMIT + cta] = first_row + count
+                self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,
+                                   META_PERMUTED_TO_TOKEN + first_row + tile_n)
+
+    @cute.jit
+    def write_totals(self, mMeta: cute.Tensor, sUsed: cute.Tensor, tile_n: Int32):
+        """tile_n >= TOP_K: the CTA count (one per picked local expert) and the padded token count."""
+        total = Int32(0)
+        for w in cutlass.range_constexpr(WARPS):
+            total = total + Int32(cute.arch.popc(sUsed[w]))
+        mMeta[META_PADDED_TOKENS] = total * tile_n
+        mMeta[META_NUM_CTAS] = total
+
+    @cute.jit
+    def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor, e: Int32,
+                              warp: Int32, tile_n: Int32, cta_table: Int32):
+        """tile_n < TOP_K: thread e writes local expert e's CTAs (batch index, row limit), permuted rows and route
+        rows; thread 0 the totals. Experts past num_local have no route word, so they count no CTA and write
+        nothing. ``cta_table`` holds ceil(c / tile_n) in nibble c - 1 for c = 1..8 (no division here).
         """
         word = sRoutes[e]
         tokens = Uint32(word) & Uint32(TOKEN_FLAGS)
@@ -303,26 +344,18 @@ class _Routing:
         scan = Int32(0)
         earlier = Int32(0)
         total = Int32(0)
-        if tile_n >= TOP_K:
-            # One CTA per picked expert: the picked experts below e count e's first CTA (no barrier).
-            for w in cutlass.range_constexpr(WARPS):
-                picked = Int32(cute.arch.popc(sUsed[w]))
-                earlier = earlier + _select(w < warp, picked, Int32(0))
-                total = total + picked
-            scan = Int32(cute.arch.popc(sUsed[warp] & below))
-        else:
-            # The warp's exclusive scan and total of the CTA counts from the ballots of their bit planes.
-            warp_total = Int32(0)
-            for b in cutlass.range_constexpr(CTA_COUNT_BITS):
-                plane = cute.arch.vote_ballot_sync((ctas & (1 << b)) != 0)
-                scan = scan + (Int32(cute.arch.popc(plane & below)) << b)
-                warp_total = warp_total + (Int32(cute.arch.popc(plane)) << b)
-            if e % WARP == 0:
-                sWarpCtas[warp] = warp_total
-            cute.arch.sync_threads()
-            for w in cutlass.range_constexpr(WARPS):
-                earlier = earlier + _select(w < warp, sWarpCtas[w], Int32(0))
-                total = total + sWarpCtas[w]
+        # The warp's exclusive scan and total of the CTA counts from the ballots of their bit planes.
+        warp_total = Int32(0)
+        for b in cutlass.range_constexpr(CTA_COUNT_BITS):
+            plane = cute.arch.vote_ballot_sync((ctas & (1 << b)) != 0)
+            scan = scan + (Int32(cute.arch.popc(plane & below)) << b)
+            warp_total = warp_total + (Int32(cute.arch.popc(plane)) << b)
+        if e % WARP == 0:
+            sWarpCtas[warp] = warp_total
+        cute.arch.sync_threads()
+        for w in cutlass.range_constexpr(WARPS):
+            earlier = earlier + _select(w < warp, sWarpCtas[w], Int32(0))
+            total = total + sWarpCtas[w]
         if e == 0:
             mMeta[META_PADDED_TOKENS] = total * tile_n
             mMeta[META_NUM_CTAS] = total

@@ -140,6 +140,15 @@ KERNEL_MUTANTS = (
     _mutant("padding_unwritten", "the padding rows of each expert's last CTA left unwritten (not -1)", (DIFFERENTIAL,),
             (R, "            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
                 "                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)\n", "")),
+    _mutant("route_cta_limit_off_by_one", "tile >= 8: a CTA's row limit one past its expert's last row",
+            (DIFFERENTIAL,), (R, "mMeta[META_CTA_LIMIT + cta] = first_row + count",
+                              "mMeta[META_CTA_LIMIT + cta] = first_row + count + 1")),
+    _mutant("route_padding_unwritten", "tile >= 8: the padding rows of each expert's CTA left unwritten (not -1)",
+            (DIFFERENTIAL,), (R, "                self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
+                                 "                                   META_PERMUTED_TO_TOKEN + first_row + tile_n)\n", "")),
+    _mutant("route_rank_counts_itself", "tile >= 8: a route's row counts its own token among the earlier ones",
+            (DIFFERENTIAL,), (R, "tokens & ((Uint32(1) << (NIBBLE * token)) - 1)",
+                              "tokens & ((Uint32(1) << (NIBBLE * token + NIBBLE)) - 1)")),
     _mutant("foreign_route_zero", "a route to another rank's expert mapped to row 0 instead of -1", (DIFFERENTIAL,),
             (R, "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)",
              "mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(0)")),
