@@ -105,13 +105,26 @@ class _Stage(routing._Routing):
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
-    def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor,
-                              sUsed: cute.Tensor, e: Int32, warp: Int32, tile_n: Int32, cta_table: Int32):
+    def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor, e: Int32,
+                              warp: Int32, tile_n: Int32, cta_table: Int32):
         if const_expr(self.name == "routes"):
             if e == 0:
                 mMeta[routing.META_NUM_CTAS] = sRoutes[0]
         else:
-            routing._Routing.write_expert_metadata(self, mMeta, sRoutes, sWarpCtas, sUsed, e, warp, tile_n, cta_table)
+            routing._Routing.write_expert_metadata(self, mMeta, sRoutes, sWarpCtas, e, warp, tile_n, cta_table)
+
+    @cute.jit
+    def write_route_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sUsed: cute.Tensor, token: Int32,
+                             pick: Int32, local: Int32, num_local: Int32, tile_n: Int32):
+        if const_expr(self.name != "routes"):
+            routing._Routing.write_route_metadata(self, mMeta, sRoutes, sUsed, token, pick, local, num_local, tile_n)
+
+    @cute.jit
+    def write_totals(self, mMeta: cute.Tensor, sUsed: cute.Tensor, tile_n: Int32):
+        if const_expr(self.name == "routes"):
+            mMeta[routing.META_NUM_CTAS] = sUsed[0]
+        else:
+            routing._Routing.write_totals(self, mMeta, sUsed, tile_n)
 
     @cute.jit
     def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
