@@ -36,6 +36,7 @@ MAIN = {
     "properties.tools.smoke": "properties.tools.smoke:main",
     "properties.tools.bundle": "properties.tools.bundle:main",
     "oracles.mufu": "oracles.mufu.__main__:main",
+    "oracles.numpy_model.bench": "oracles.numpy_model.bench:main",
     "oracles.flashinfer_routing": "oracles.flashinfer_routing.build:main",
 }
 PROCESS = "process"
@@ -167,6 +168,11 @@ ROWS = [
     ("oracles.mufu", ["certify"], "directory"),
     ("oracles.mufu", ["certify", "{F}/file.txt"], "directory"),
     ("oracles.mufu", ["certify", "{F}/new"], "certify", PROCESS),
+    # ---- the NumPy model's speed
+    ("oracles.numpy_model.bench", ["--rows", "-1"], "--rows", PROCESS),
+    ("oracles.numpy_model.bench", ["--elements", "nan"], "--elements"),
+    ("oracles.numpy_model.bench", ["--repeats", "0"], "--repeats"),
+    ("oracles.numpy_model.bench", ["--bogus"], "--bogus"),
     # ---- the FlashInfer oracle's build
     ("oracles.flashinfer_routing", ["--arch", "sm_xx"], "--arch", PROCESS),
     ("oracles.flashinfer_routing", ["--arch"], "--arch"),

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from oracles.args import OneLineParser, count
 from oracles.numpy_model import route, sigmoid_f32
 
 
@@ -27,10 +28,11 @@ def _best_seconds(fn, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=8192)
-    parser.add_argument("--elements", type=int, default=1 << 24)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = OneLineParser(prog="python -m oracles.numpy_model.bench", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=count(1, 1 << 20), default=8192)
+    parser.add_argument("--elements", type=count(16, 1 << 28), default=1 << 24)
+    parser.add_argument("--repeats", type=count(1, 100), default=5)
     parser.add_argument("--approx", action="store_true", help="also time every op of oracles.numpy_model.approx")
     args = parser.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
