@@ -357,18 +357,6 @@ def prove_numpy_path():
     return 0 if result["mismatches"] == result["nan_input_bit_differences"] == 0 else 1
 
 
-# The GPU and CPU steps that make this GPU's records, in dependency order: each (name, function of the survey folder).
-CERTIFY_STEPS = (
-    ("measure", lambda directory: measure(False)),
-    ("fit", lambda directory: fit.main(False)),
-    ("survey", lambda directory: _survey(directory)),
-    ("fit-survey", lambda directory: segments.main(directory, False)),
-    ("survey-record", lambda directory: _survey_record(directory)),
-    ("record-sample", lambda directory: record_sample()),
-    ("prove", lambda directory: prove()),
-)
-
-
 def _survey(directory):
     from oracles.mufu import survey
 
@@ -380,6 +368,18 @@ def _survey_record(directory):
     from oracles.mufu import survey
 
     return survey.write_record(directory)
+
+
+# The GPU and CPU steps that make this GPU's records, in dependency order: each (name, function of the survey folder).
+CERTIFY_STEPS = (
+    ("measure", lambda directory: measure(False)),
+    ("fit", lambda directory: fit.main(False)),
+    ("survey", _survey),
+    ("fit-survey", lambda directory: segments.main(directory, False)),
+    ("survey-record", _survey_record),
+    ("record-sample", lambda directory: record_sample()),
+    ("prove", lambda directory: prove()),
+)
 
 
 def certify(directory):
