@@ -67,6 +67,7 @@ __all__ = [
 WARPS = MAX_TOKENS
 THREADS = WARPS * WARP
 BLOCK_THREADS = THREADS + WARP  # without metadata: warp WARPS only launches the dependents
+SCHEDULERS = 4  # an SM's warp schedulers: from MAX_TOKENS // 2 + 1 rows, two routing warps share one
 # Thread e < num_local_experts builds local expert e's metadata.
 assert THREADS == EXPERTS
 
@@ -91,6 +92,7 @@ NIBBLE = 4
 NIBBLE_SHIFT = 2
 TOKEN_FLAG = 0x8
 TOKEN_FLAGS = 0x88888888
+QUARTERS = WARP // TOP_K  # the lanes that share one pick (lane % TOP_K)
 CTA_COUNT_BITS = 4  # an expert's CTA count (0..8) as bit planes of a warp's ballots
 
 # ---------------------------------------------------------------------------------------------- device code
@@ -139,13 +141,43 @@ def _sorted_words(corrected, address):
     return words
 
 
+def _lowest_holder(holders):
+    """The lowest lane set in a ballot (bfind of its lowest set bit)."""
+    return Int32(cute.arch.bfind(holders & (Uint32(0) - holders)))
+
+
+@cute.jit
 def _top_k(words):
     """TOP_K rounds of the warp-wide argmax over the lanes' head words; every lane gets every pick's score
     address (the low half of the winner's head).
 
-    The maximum key wins, then the lowest lane holding it (its experts are the lower ones), then inside
-    the lane the lowest slot (the word's low half): the lowest expert among equal values. Only the winner
-    pops its head; its last word becomes 0, below every key.
+    The rounds are speculative: every lane holding the round's best key pops its head, so no vote stands on
+    the rounds' chain of REDUX, compare and select. That is exact while every round's best is held by one
+    lane alone; a round whose best two lanes held (a warp-uniform ballot) sends the warp to the exact rounds.
+    """
+    addresses = []
+    tied = Uint32(0)
+    spec = words
+    for k in cutlass.range_constexpr(TOP_K):
+        head = spec[0]
+        key = Uint32(head >> KEY_SHIFT)
+        best = cute.arch.warp_redux_sync(key, "umax")
+        held = key == best
+        holders = cute.arch.vote_ballot_sync(held)
+        tied = tied | (holders & (holders - 1))
+        addresses.append(cute.arch.shuffle_sync(Int32(Uint32(head)), _lowest_holder(holders)))
+        if k < TOP_K - 1:
+            spec = [_select(held, nxt, cur) for cur, nxt in zip(spec, spec[1:])] + \
+                   [_select(held, Uint64(0), spec[-1])]
+    if tied != 0:
+        addresses = _top_k_exact(words)
+    return addresses
+
+
+def _top_k_exact(words):
+    """The exact rounds: the maximum key wins, then the lowest lane holding it (its experts are the lower ones),
+    then inside the lane the lowest slot (the word's low half): the lowest expert among equal values. Only the
+    winner pops its head; its last word becomes 0, below every key.
     """
     addresses = []
     below = cute.arch.lanemask_lt()
@@ -154,8 +186,7 @@ def _top_k(words):
         key = Uint32(head >> KEY_SHIFT)
         best = cute.arch.warp_redux_sync(key, "umax")
         holders = cute.arch.vote_ballot_sync(key == best)
-        winner = Int32(cute.arch.bfind(holders & (Uint32(0) - holders)))
-        addresses.append(cute.arch.shuffle_sync(Int32(Uint32(head)), winner))
+        addresses.append(cute.arch.shuffle_sync(Int32(Uint32(head)), _lowest_holder(holders)))
         if k < TOP_K - 1:
             won = (key == best) & ((holders & below) == 0)
             words = [_select(won, nxt, cur) for cur, nxt in zip(words, words[1:])] + \
@@ -173,6 +204,24 @@ def _weight(addresses, score, scale, renormalize):
     for s in picked[1:]:
         total = add_f32(total, s)
     return mul_f32(score, div_full_f32(scale, add_f32(total, RENORM_EPS)))
+
+
+def _bitmap_words(sUsed):
+    """The picked-local-expert bitmap's WARPS words (bit e % 32 of word e // 32 for local expert e)."""
+    return [Uint32(sUsed[w]) for w in range(WARPS)]
+
+
+def _picked_below(used, local):
+    """The number of picked local experts below ``local`` (all of them for EXPERTS): each word's popcount
+    under its mask, summed as a balanced tree (depth 3, not a chain of 8)."""
+    group = local // WARP
+    below = (Uint32(1) << (local % WARP)) - 1
+    counts = [Int32(cute.arch.popc(word & _select(w < group, Uint32(0xFFFFFFFF),
+                                                   _select(w == group, below, Uint32(0)))))
+              for w, word in enumerate(used)]
+    while len(counts) > 1:
+        counts = [a + b for a, b in zip(counts[::2], counts[1::2])]
+    return counts[0]
 
 
 def _by_pick(values, mine):
@@ -266,68 +315,71 @@ class _Routing:
             cute.arch.sync_threads()
             # Every thread writes global memory, so every thread waits for the preceding grid.
             cute.arch.griddepcontrol_wait()
-            # The picks' score addresses live across the barrier: the routing warps compute their weights
-            # after it, so no warp waits at the barrier for their chain of adds (H200: properties/results/).
             addresses = [sScores.iterator.toint()] * TOP_K
             address = sScores.iterator.toint()
             expert = Int32(0)
             if warp < rows:
                 expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
                 if lane < TOP_K:
-                    # -1 unless the route's expert is local (its thread rewrites it after the barrier).
-                    mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
                     local = expert - local_offset
                     if local >= 0 and local < num_local:
                         cute.arch.atomic_or((sRoutes.iterator + local), (TOKEN_FLAG | lane) << (NIBBLE * warp),
                                             scope="cta")
                         cute.arch.atomic_or((sUsed.iterator + local // WARP), Int32(1) << (local % WARP),
                                             scope="cta")
-            cute.arch.sync_threads()
+                    else:
+                        # A route to another rank's expert: -1 (a local route's thread writes its row).
+                        mMeta[META_EXPANDED_TO_PERMUTED + warp * TOP_K + lane] = Int32(PADDING)
+            # One barrier, after the route words: up to SCHEDULERS rows (a scheduler each) the routing warps
+            # compute their weights after it, so no warp waits at it for their chain of adds; with more rows
+            # (two warps to a scheduler) before it, where they overlap the other warp's picks (H200:
+            # properties/results/). Every thread takes the same side: rows is the CTA's own.
+            if rows <= SCHEDULERS:
+                cute.arch.sync_threads()
             if warp < rows:
                 _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
+            if rows > SCHEDULERS:
+                cute.arch.sync_threads()
             if tile_n >= TOP_K:
-                if warp < rows and lane < TOP_K:
+                if warp < rows:
                     self.write_route_metadata(mMeta, sRoutes, sUsed, warp, lane, expert - local_offset, num_local,
                                               tile_n)
-                if tid == 0:
-                    self.write_totals(mMeta, sUsed, tile_n)
             else:
                 self.write_expert_metadata(mMeta, sRoutes, sWarpCtas, tid, warp, tile_n, cta_table)
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
     def write_route_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sUsed: cute.Tensor, token: Int32,
-                             pick: Int32, local: Int32, num_local: Int32, tile_n: Int32):
-        """tile_n >= TOP_K: every picked local expert has one CTA (its at most MAX_TOKENS tokens fit a tile), so
-        the thread of route (token, pick) to local expert ``local`` finds its row alone: the expert's CTA is the
-        number of picked local experts below it (``sUsed``), the row that CTA's first plus the number of the
-        expert's tokens before ``token`` (its route word); the expert's first token also writes the CTA's batch
-        index, row limit and padding rows. No loop over experts or tokens, no barrier."""
+                             lane: Int32, local: Int32, num_local: Int32, tile_n: Int32):
+        """tile_n >= TOP_K, on every lane of token ``token``'s warp: every picked local expert has one CTA (its at
+        most MAX_TOKENS tokens fit a tile), so route (token, lane % TOP_K) to local expert ``local`` finds its row
+        alone: the expert's CTA is the number of picked local experts below it (``sUsed``), the row that CTA's
+        first plus the number of the expert's tokens before ``token`` (its route word). Of the QUARTERS lanes
+        sharing the route, quarter 0 writes its rows; on the expert's first token quarter 1 writes the CTA's
+        batch index and row limit and the quarters share its padding rows. Token 0's last lane writes the
+        totals. No loop over experts or tokens, no barrier."""
+        pick = lane % TOP_K
+        quarter = lane // TOP_K
+        used = _bitmap_words(sUsed)
+        if token == 0 and lane == WARP - 1:
+            ctas = _picked_below(used, Int32(EXPERTS))
+            mMeta[META_PADDED_TOKENS] = ctas * tile_n
+            mMeta[META_NUM_CTAS] = ctas
         if local >= 0 and local < num_local:
             tokens = Uint32(sRoutes[local]) & Uint32(TOKEN_FLAGS)
             count = Int32(cute.arch.popc(tokens))
             rank = Int32(cute.arch.popc(tokens & ((Uint32(1) << (NIBBLE * token)) - 1)))
-            group = local // WARP
-            cta = Int32(cute.arch.popc(Uint32(sUsed[group]) & ((Uint32(1) << (local % WARP)) - 1)))
-            for w in cutlass.range_constexpr(WARPS):
-                cta = cta + _select(w < group, Int32(cute.arch.popc(sUsed[w])), Int32(0))
+            cta = _picked_below(used, local)
             first_row = cta * tile_n
-            mMeta[META_PERMUTED_TO_TOKEN + first_row + rank] = token
-            mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + rank
+            if quarter == 0:
+                mMeta[META_PERMUTED_TO_TOKEN + first_row + rank] = token
+                mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + rank
             if rank == 0:
-                mMeta[META_CTA_BATCH + cta] = local
-                mMeta[META_CTA_LIMIT + cta] = first_row + count
+                if quarter == 1:
+                    mMeta[META_CTA_BATCH + cta] = local
+                    mMeta[META_CTA_LIMIT + cta] = first_row + count
                 self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,
-                                   META_PERMUTED_TO_TOKEN + first_row + tile_n)
-
-    @cute.jit
-    def write_totals(self, mMeta: cute.Tensor, sUsed: cute.Tensor, tile_n: Int32):
-        """tile_n >= TOP_K: the CTA count (one per picked local expert) and the padded token count."""
-        total = Int32(0)
-        for w in cutlass.range_constexpr(WARPS):
-            total = total + Int32(cute.arch.popc(sUsed[w]))
-        mMeta[META_PADDED_TOKENS] = total * tile_n
-        mMeta[META_NUM_CTAS] = total
+                                   META_PERMUTED_TO_TOKEN + first_row + tile_n, quarter, QUARTERS)
 
     @cute.jit
     def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor, e: Int32,
@@ -376,22 +428,23 @@ class _Routing:
                 mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + i
                 rest = rest & (rest - 1)
             self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,
-                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)
+                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n, 0, 1)
 
     @cute.jit
-    def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
-        """-1 into mMeta[start:end]: up to 3 single stores to a 16-byte boundary, 16-byte stores (a rolled loop),
-        up to 3 single stores (the single ones predicated, not looped)."""
+    def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32, part: Int32, parts: cutlass.Constexpr):
+        """Part ``part`` of ``parts`` of -1 into mMeta[start:end]: part 0 the up to 3 single stores to a 16-byte
+        boundary, each part every parts-th 16-byte store from its own (a rolled loop), the last part the up to 3
+        single stores after them (the single ones predicated, not looped)."""
         body_start = cutlass.min((start + VECTOR_WORDS - 1) & -VECTOR_WORDS, end)
         body_end = cutlass.max(body_start, end & -VECTOR_WORDS)
         for d in cutlass.range_constexpr(VECTOR_WORDS - 1):
-            if start + d < body_start:
+            if part == 0 and start + d < body_start:
                 mMeta[start + d] = Int32(PADDING)
         base = mMeta.iterator.toint()
-        for i in cutlass.range(body_start, body_end, VECTOR_WORDS, unroll=1):
+        for i in cutlass.range(body_start + part * VECTOR_WORDS, body_end, parts * VECTOR_WORDS, unroll=1):
             st_global_v4_b32(base + Int64(i) * WORD_BYTES, Int32(PADDING))
         for d in cutlass.range_constexpr(VECTOR_WORDS - 1):
-            if body_end + d < end:
+            if part == parts - 1 and body_end + d < end:
                 mMeta[body_end + d] = Int32(PADDING)
 
 

@@ -3,7 +3,7 @@
 Every variant (metadata x renormalize) must compile and pass every check of properties/codegen/checks.py: its
 float arithmetic is exactly the Triton oracle's (the same expression trees, ex2.approx.f32 without .ftz,
 div.full.f32, no fma), the bias loads precede ``griddepcontrol.wait`` and the logits loads follow it, and the
-variant without metadata has no branch after the wait. Each check, called through ``CHECKS`` as the gate and
+variant without metadata has no lane-dependent branch after the wait. Each check, called through ``CHECKS`` as the gate and
 the mutant probe call it, is also shown to fail on a hand-edited copy of the real PTX, SASS or resource usage
 (properties/mutants/catalog.py edits the kernel's source instead).
 """
@@ -80,10 +80,19 @@ def test_a_misplaced_wait_is_reported(after_load):
 
 
 def test_a_branch_after_the_wait_is_reported():
+    """The row test (warp < rows, on %tid.x) moved after the wait: a lane-dependent branch there."""
     real = compiled(False, True)
-    label = re.search(r"^(\$L__BB\d+_\d+):", real["ptx"], re.M).group(1)
-    branched = _edited(real, "ptx", f"{flow.WAIT};", f"{flow.WAIT};\n\t@%p1 bra {label};")
+    row_test = re.search(r"^\s*@(%p\d+) bra\s+(\$L__BB\d+_\d+);", real["ptx"], re.M)
+    assert row_test.start() < real["ptx"].index(flow.WAIT)
+    branched = _edited(real, "ptx", f"{flow.WAIT};", f"{flow.WAIT};\n\t@{row_test.group(1)} bra {row_test.group(2)};")
     assert CHECKS["branch after the wait"](branched) != []
+
+
+def test_the_top8_fall_back_is_a_warp_uniform_branch():
+    """The kernel without metadata has one guarded branch after the wait, to the exact rounds, on ballots alone."""
+    ptx = compiled(False, True)["ptx"]
+    assert len([b for b in flow.branches_after_wait(ptx) if b.predicate]) == 1
+    assert flow.lane_dependent_branches_after_wait(ptx) == []
 
 
 def _first_global_store(ptx_text):

@@ -61,6 +61,57 @@ def test_branches_after_the_wait_include_blocks_laid_out_after_ret():
     assert [(b.opcode, b.operands) for b in branches] == [("bra", ("$L__BB0_9",)), ("bra.uni", ("$L__BB0_2",))]
 
 
+UNIFORM_PTX = """
+.visible .entry u(
+	.param .u32 u_param_0
+)
+{
+	ld.param.u32 	%r1, [u_param_0];
+	mov.u32 	%r2, %tid.x;
+	setp.lt.u32 	%p1, %r2, %r1;
+	mov.u32 	%r6, 1;
+	griddepcontrol.wait;
+	ld.global.u32 	%r3, [%rd1];
+	setp.eq.s32 	%p2, %r3, 0;
+	vote.sync.ballot.b32 	%r4, %p2, -1;
+	and.b32 	%r5, %r4, 7;
+	setp.ne.s32 	%p3, %r5, 0;
+	setp.gt.u32 	%p4, %r1, 4;
+	@%p1 mov.u32 	%r7, 2;
+	setp.eq.s32 	%p5, %r7, 2;
+	shfl.sync.idx.b32 	%r8, %r1, 0, 31, -1;
+	setp.eq.s32 	%p7, %r8, 0;
+	redux.sync.max.u32 	%r9, %r3, %r10;
+	setp.eq.s32 	%p8, %r9, 0;
+	@%p1 bra 	$L__BB0_1;
+	@%p2 bra 	$L__BB0_1;
+	@%p3 bra 	$L__BB0_1;
+	@!%p4 bra 	$L__BB0_1;
+	@%p5 bra 	$L__BB0_1;
+	mov.u32 	%r6, 3;
+	setp.eq.s32 	%p6, %r6, 1;
+	@%p6 bra 	$L__BB0_1;
+	@%p7 bra 	$L__BB0_1;
+	@%p8 bra 	$L__BB0_1;
+	bra.uni 	$L__BB0_1;
+$L__BB0_1:
+	ret;
+}
+"""
+
+
+def test_warp_uniform_registers_come_from_ballots_reductions_and_parameters_alone():
+    uniform = flow.warp_uniform_registers(parse(UNIFORM_PTX))
+    assert {"%r1", "%r4", "%r5", "%p3", "%p4", "%r9", "%p8"} <= uniform
+    # %tid.x, a global load, a guard on a lane-dependent predicate, two writes, a shuffle
+    assert not {"%r2", "%p1", "%r3", "%p2", "%r7", "%p5", "%r6", "%p6", "%r8", "%p7"} & uniform
+
+
+def test_lane_dependent_branches_after_the_wait_are_those_on_lane_dependent_guards():
+    branches = flow.lane_dependent_branches_after_wait(UNIFORM_PTX)
+    assert [b.predicate for b in branches] == ["@%p1", "@%p2", "@%p5", "@%p6", "@%p7"]
+
+
 def test_reachability_stops_at_the_named_opcode():
     program = parse(PTX)
     before, after = flow.wait_regions(program)

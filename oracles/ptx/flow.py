@@ -1,7 +1,9 @@
 """A kernel's control flow around ``griddepcontrol.wait``, read off its PTX: what control can reach, the global
-loads with the kernel parameters their addresses derive from, and the branches after the wait."""
+loads with the kernel parameters their addresses derive from, and the branches after the wait (with those whose
+guard may differ between a warp's lanes)."""
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from oracles.ptx.reader import Instruction, Program, parse
@@ -10,6 +12,12 @@ WAIT = "griddepcontrol.wait"
 LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
 _PARAM = re.compile(r"_param_(\d+)\b")
 _REGISTER = re.compile(r"%[a-z]+\d+")
+_TOKEN = re.compile(r"%[\w$.]+|[A-Za-z_$][\w$.]*|\d\w*")
+# One value in every lane of the warp, whatever their operands: votes and warp reductions.
+WARP_UNIFORM_OPS = frozenset({"vote", "redux"})
+# Values that may differ from lane to lane even from uniform operands: memory reads (a kernel parameter's
+# aside), shuffles and matches.
+LANE_VALUE_OPS = frozenset({"ld", "atom", "shfl", "match", "tex", "tld4", "suld"})
 
 
 def _successors(program: Program, inst: Instruction):
@@ -101,3 +109,54 @@ def branches_after_wait(ptx: str):
     program = parse(ptx)
     _, after = wait_regions(program)
     return [program.instructions[i] for i in sorted(after) if program.instructions[i].base == "bra"]
+
+
+def _uniform_operand(operand, uniform):
+    """Whether every token of an operand is the same in every lane: immediates, kernel parameter names and
+    registers of ``uniform`` (a special register such as %tid.x or %laneid is none of them)."""
+    for token in _TOKEN.findall(operand):
+        if token.startswith("%"):
+            if token not in uniform:
+                return False
+        elif not token[0].isdigit() and "_param_" not in token:
+            return False
+    return True
+
+
+def warp_uniform_registers(program: Program) -> set:
+    """Registers that hold one value in every lane of a warp: each written by a single instruction, unguarded
+    or under a uniform predicate, that is a vote or a warp reduction, a kernel parameter's load, or another
+    operation that reads no memory, no other lane and only uniform operands. A register written in two places
+    (where control flow merges) is not, nor one read from a special register (fixed point over the body)."""
+    writes = Counter(dst for inst in program.instructions for dst in inst.destinations)
+    uniform = set()
+    changed = True
+    while changed:
+        changed = False
+        for inst in program.instructions:
+            destinations = set(inst.destinations)
+            if not destinations or destinations <= uniform or any(writes[d] != 1 for d in destinations):
+                continue
+            if inst.predicate and not _uniform_operand(inst.predicate, uniform):
+                continue
+            if inst.base in WARP_UNIFORM_OPS or (inst.base == "ld" and "param" in inst.types):
+                same = True
+            elif inst.base in LANE_VALUE_OPS:
+                same = False
+            else:
+                same = all(_uniform_operand(operand, uniform) for operand in inst.operands[1:])
+            if same:
+                uniform |= destinations
+                changed = True
+    return uniform
+
+
+def lane_dependent_branches_after_wait(ptx: str):
+    """The guarded branches control can reach after ``griddepcontrol.wait`` whose guard may differ between the
+    lanes of a warp (a guard on a ballot or a reduction alone is warp-uniform and not listed)."""
+    program = parse(ptx)
+    _, after = wait_regions(program)
+    uniform = warp_uniform_registers(program)
+    return [program.instructions[i] for i in sorted(after) if program.instructions[i].base == "bra"
+            and program.instructions[i].predicate
+            and not _uniform_operand(program.instructions[i].predicate, uniform)]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32, const_expr
 from cutlass.memory import SmemAllocator
@@ -42,7 +43,8 @@ STAGES = (
     ("cute, no trigger warp", False, "the kernel without metadata, 8 warps: at b = 8 the CTA triggers its "
                                      "dependents when its first warp ends"),
     ("routes", True, "the kernel with metadata up to the route words: zeroed route words and a barrier before "
-                     "the wait, the route rows' -1, shared atomics, a barrier, the weights; no expert metadata"),
+                     "the wait, -1 rows of routes to other ranks' experts, shared atomics, a barrier and the "
+                     "weights (the weights first from b = 5); no expert metadata"),
     ("no padding", True, "+ every expert's CTAs, permuted rows and route rows, without the padding rows"),
     ("cute_meta", True, "+ the padding rows: the kernel with metadata"),
 )
@@ -115,21 +117,17 @@ class _Stage(routing._Routing):
 
     @cute.jit
     def write_route_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sUsed: cute.Tensor, token: Int32,
-                             pick: Int32, local: Int32, num_local: Int32, tile_n: Int32):
-        if const_expr(self.name != "routes"):
-            routing._Routing.write_route_metadata(self, mMeta, sRoutes, sUsed, token, pick, local, num_local, tile_n)
-
-    @cute.jit
-    def write_totals(self, mMeta: cute.Tensor, sUsed: cute.Tensor, tile_n: Int32):
+                             lane: Int32, local: Int32, num_local: Int32, tile_n: Int32):
         if const_expr(self.name == "routes"):
-            mMeta[routing.META_NUM_CTAS] = sUsed[0]
+            if token == 0 and lane == 0:
+                mMeta[routing.META_NUM_CTAS] = sUsed[0]
         else:
-            routing._Routing.write_totals(self, mMeta, sUsed, tile_n)
+            routing._Routing.write_route_metadata(self, mMeta, sRoutes, sUsed, token, lane, local, num_local, tile_n)
 
     @cute.jit
-    def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32):
+    def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32, part: Int32, parts: cutlass.Constexpr):
         if const_expr(self.name != "no padding"):
-            routing._Routing.write_padding(self, mMeta, start, end)
+            routing._Routing.write_padding(self, mMeta, start, end, part, parts)
 
 
 def _launches(b):

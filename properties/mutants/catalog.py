@@ -117,8 +117,8 @@ KERNEL_MUTANTS = (
              "_store_scores(region + first * WORD_BYTES, corrected)")),
     # ---- selection
     _mutant("ties_highest_lane", "among equal keys the highest lane wins (not the lowest)", (DIFFERENTIAL,),
-            (R, "winner = Int32(cute.arch.bfind(holders & (Uint32(0) - holders)))",
-             "winner = Int32(cute.arch.bfind(holders))"),
+            (R, "return Int32(cute.arch.bfind(holders & (Uint32(0) - holders)))",
+             "return Int32(cute.arch.bfind(holders))"),
             (R, "below = cute.arch.lanemask_lt()\n    for k in range(TOP_K):",
              "below = cute.arch.lanemask_gt()\n    for k in range(TOP_K):")),
     _mutant("ties_highest_slot", "among a lane's equal keys the highest expert wins", (DIFFERENTIAL,),
@@ -131,6 +131,9 @@ KERNEL_MUTANTS = (
             (R, "flip = (Uint32(0) - (bits >> 31)) | Uint32(SIGN_BIT)", "flip = Uint32(SIGN_BIT)")),
     _mutant("every_holder_pops", "every lane holding the best key pops its head, not only the winner", (DIFFERENTIAL,),
             (R, "won = (key == best) & ((holders & below) == 0)", "won = key == best")),
+    _mutant("ties_not_detected", "a round whose best key two lanes hold keeps the speculative picks (the exact "
+            "rounds never run)", (DIFFERENTIAL,),
+            (R, "tied = tied | (holders & (holders - 1))", "tied = tied | (holders & Uint32(0))")),
     _mutant("sort_missing_comparator", "the lane's sorting network without its last comparator (5, 6)",
             (DIFFERENTIAL,), (R, "for i, j in SORT8:", "for i, j in SORT8[:-1]:")),
     # ---- metadata
@@ -139,13 +142,24 @@ KERNEL_MUTANTS = (
              "cutlass.min((cta + 1) * tile_n, first_row + count + 1)")),
     _mutant("padding_unwritten", "the padding rows of each expert's last CTA left unwritten (not -1)", (DIFFERENTIAL,),
             (R, "            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
-                "                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n)\n", "")),
+                "                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n, 0, 1)\n", "")),
     _mutant("route_cta_limit_off_by_one", "tile >= 8: a CTA's row limit one past its expert's last row",
             (DIFFERENTIAL,), (R, "mMeta[META_CTA_LIMIT + cta] = first_row + count",
                               "mMeta[META_CTA_LIMIT + cta] = first_row + count + 1")),
     _mutant("route_padding_unwritten", "tile >= 8: the padding rows of each expert's CTA left unwritten (not -1)",
             (DIFFERENTIAL,), (R, "                self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
-                                 "                                   META_PERMUTED_TO_TOKEN + first_row + tile_n)\n", "")),
+                                 "                                   META_PERMUTED_TO_TOKEN + first_row + tile_n, quarter, "
+                                 "QUARTERS)\n", "")),
+    _mutant("route_cta_counts_itself", "tile >= 8: an expert's CTA counts the expert itself among the picked ones "
+            "below it", (DIFFERENTIAL,), (R, "_select(w == group, below, Uint32(0))",
+                                          "_select(w == group, below | (below + 1), Uint32(0))")),
+    _mutant("route_totals_miss_last_word", "tile >= 8: the CTA total leaves out the bitmap's last word (experts "
+            "224..255)", (DIFFERENTIAL,), (R, "ctas = _picked_below(used, Int32(EXPERTS))",
+                                            "ctas = _picked_below(used, Int32(EXPERTS - WARP))")),
+    _mutant("route_padding_parts_overlap", "tile >= 8: every quarter starts its 16-byte padding stores at the first, "
+            "so the stores of the later quarters' own chunks are never made", (DIFFERENTIAL,),
+            (R, "cutlass.range(body_start + part * VECTOR_WORDS, body_end",
+             "cutlass.range(body_start, body_end")),
     _mutant("route_rank_counts_itself", "tile >= 8: a route's row counts its own token among the earlier ones",
             (DIFFERENTIAL,), (R, "tokens & ((Uint32(1) << (NIBBLE * token)) - 1)",
                               "tokens & ((Uint32(1) << (NIBBLE * token + NIBBLE)) - 1)")),
