@@ -21,6 +21,7 @@ import pytest
 from oracles.provenance import REPO_ROOT
 
 CASE = REPO_ROOT / "corpora" / "regression" / "all_equal-000.json"
+ROUTING = REPO_ROOT / "kernel" / "routing.py"  # a variant that is the kernel itself
 PROCESS_TIMEOUT_S = 120
 PROCESS_JOBS = 4
 # The function a command line runs: ``python -m MODULE`` is ``MAIN[MODULE](argv)``.
@@ -30,6 +31,7 @@ MAIN = {
     "properties.soak.table": "properties.soak.table:main",
     "properties.bench": "properties.bench.cli:main",
     "properties.bench.breakdown": "properties.bench.breakdown:main",
+    "properties.bench.variants": "properties.bench.variants:main",
     "properties.mutants": "properties.mutants.__main__:main",
     "properties.mutants.harness_run": "properties.mutants.harness_run:main",
     "properties.corpus": "properties.corpus:main",
@@ -126,6 +128,22 @@ ROWS = [
     ("properties.bench.breakdown", ["--out", "{F}/folder"], "--out"),
     ("properties.bench.breakdown", ["--out", "{F}/b.json", "--bs", "9"], "--bs"),
     ("properties.bench.breakdown", ["--out", "{F}/b.json", "--iterations", "0"], "--iterations"),
+    # ---- kernel variants
+    ("properties.bench.variants", [], "--out"),
+    ("properties.bench.variants", ["--out", "{F}/v.json"], "--variant"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", "v"], "--variant"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"committed={ROUTING}"], "--variant"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", "v={F}/missing.py"], "--variant"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", "v={F}/file.txt"], "--variant"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", "v={F}/no-prepare.py"], "prepare"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}", "--variant", f"v={ROUTING}"],
+     "--variant"),
+    ("properties.bench.variants", ["--out", "{F}/folder", "--variant", f"v={ROUTING}"], "--out"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}", "--rounds", "0"], "--rounds"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}", "--bs", "9"], "--bs"),
+    ("properties.bench.variants", ["--table", "{F}/object.json"], "--table"),
+    ("properties.bench.variants", ["--table", "{F}/list.json"], "--table"),
+    ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}"], "CUDA", PROCESS),
     # ---- the kernel mutants
     ("properties.mutants", ["--tier", "fpga"], "--tier"),
     ("properties.mutants", ["--only", "no_such_mutant"], "--only"),
@@ -193,6 +211,7 @@ def fixtures(tmp_path_factory):
     (folder / "cases").mkdir()
     shutil.copy(CASE, folder / "cases" / CASE.name)
     (folder / "file.txt").write_text("a file\n")
+    (folder / "no-prepare.py").write_text("def route(*args):\n    pass\n")
     (folder / "not-json.json").write_text("not JSON\n")
     (folder / "list.json").write_text("[1, 2]\n")
     (folder / "object.json").write_text(json.dumps({"format": "something else"}) + "\n")

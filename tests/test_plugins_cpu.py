@@ -245,7 +245,7 @@ def test_flashinfers_fused_routing_declares_what_its_runner_takes(registry):
     from properties.engine.interface import Declaration
 
     spec = f"fi_fused={os.path.join(REPO, 'examples', 'plugins', 'fi_fused.py')}:route"
-    module = plugins._module("fi_fused", spec.split("=", 1)[1].rsplit(":", 1)[0])
+    module = plugins.import_target("fi_fused", spec.split("=", 1)[1].rsplit(":", 1)[0])
     declaration = Declaration.of(module.route.declaration)
     assert declaration.refusal(8, True, 16, 256) is None
     assert declaration.refusal(8, False, 16, 256) and declaration.refusal(8, True, 12, 256)

@@ -1,9 +1,11 @@
 """`make bench`: the kernel against the Triton and FlashInfer routing kernels and PyTorch eager, on a GPU.
 
-    cli.py      the run and the command line (``python -m properties.bench``)
-    problem.py  inputs per b, every variant's buffers, launches and output check (through the engine)
-    timing.py   CUDA-graph timing, the PDL chain, binary resources, the Recorder of results and errors
-    ncu.py      the Nsight Compute pass
-    harness.py  the harness's own throughput and `make verify`'s wall time
-    report.py   the results file's schema, the targets and the README tables (no GPU)
+    cli.py        the run and the command line (``python -m properties.bench``)
+    problem.py    inputs per b, every variant's buffers, launches and output check (through the engine)
+    timing.py     CUDA-graph timing, the PDL chain, binary resources, the Recorder of results and errors
+    ncu.py        the Nsight Compute pass
+    harness.py    the harness's own throughput and `make verify`'s wall time
+    report.py     the results file's schema, the targets and the README tables (no GPU)
+    breakdown.py  where the kernel's time goes: the kernel cut after each phase, each cut timed
+    variants.py   copies of kernel/routing.py with a change, checked against the model and timed beside the kernel
 """

@@ -55,7 +55,7 @@ def _is_path(where):
     return where.endswith(".py") or "/" in where
 
 
-def _module(name, where):
+def import_target(name, where):
     """The module ``where`` (a dotted name, or a path to a .py file imported under a name of its own)."""
     if not _is_path(where):
         try:
@@ -100,7 +100,7 @@ def load(spec, taken=()):
     if name in taken:
         raise NotRun(name, "the name is already taken (a built-in or another --impl)")
     where, _, attr = target.rpartition(":")
-    module = _module(name, where)
+    module = import_target(name, where)
     if not hasattr(module, attr):
         raise NotRun(name, f"{where} has no attribute {attr}")
     return implementation(name, getattr(module, attr), target)

@@ -35,6 +35,7 @@ SOAK_GRAPHED = "properties/soak/graphed.py"
 KERNEL_MUTANTS_CLI = "properties/mutants/__main__.py"
 HARNESS_RUN = "properties/mutants/harness_run.py"
 BENCH_CLI = "properties/bench/cli.py"
+BENCH_VARIANTS = "properties/bench/variants.py"
 REGRESSION = "corpora/regression"
 
 MODEL_T = "tests/test_model_routing.py::"
@@ -55,6 +56,7 @@ PLUGINS_T = "tests/test_plugins_cpu.py::"
 VACUOUS_T = "tests/test_vacuous_runs_cpu.py::"
 CLEAN_T = "tests/test_clean_tree_cpu.py::"
 SCHEDULE_T = "tests/test_soak_schedule_cpu.py::"
+VARIANTS_T = "tests/test_bench_variants_cpu.py::"
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,10 @@ CATALOG = (
     _m("mutants_no_mutant_passes", KERNEL_MUTANTS_CLI, "a kernel mutant run that probed no mutant passes",
        VACUOUS_T + "test_a_kernel_mutant_run_that_probed_no_mutant_fails",
        ('return any(set(row["tiers"]) - set(row["not_run"]) for row in record["mutants"])', "return True")),
+    _m("variants_check_counts_nothing", BENCH_VARIANTS, "the kernel-variants check counts no differing call",
+       VARIANTS_T + "test_the_check_counts_every_differing_call_and_every_raise",
+       ('            if lines:\n                entry["differ"] += 1',
+        '            if False:\n                entry["differ"] += 1')),
     # ---- the write guard: committed records only when the command line names them (issue 20)
     _m("harness_table_to_results", HARNESS_RUN, "the harness kill table written to the committed record by default",
        CLEAN_T + "test_default_forms_leave_git_status_clean",
