@@ -23,13 +23,12 @@ from cutlass import Float32, Int32, Int64, Uint32, const_expr
 from cutlass.memory import SmemAllocator
 
 from kernel import contract, routing
-from kernel.layout import EXPERTS, MAX_TOKENS, TOP_K, metadata_size
+from kernel.layout import EXPERTS, TOP_K, metadata_size
+from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
 from properties.bench.report import summarize
 from properties.bench.timing import capture, error_line, time_graph
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
 
 SCHEMA = "kernel.breakdown/1"
 TILE_N = 8
@@ -202,29 +201,12 @@ def table(record):
 
 
 def parse_args(argv):
-    parser = OneLineParser(prog="python -m properties.bench.breakdown", description=__doc__)
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--out", type=types.output_file, help="record file to write (runs on the GPU)")
-    mode.add_argument("--table", metavar="FILE", type=types.json_object_file, help="print a record's table")
-    tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, 10**7)
-    parser.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
-    parser.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
-    parser.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
-    args = parser.parse_args(argv)
-    args.record = None
-    if args.table:
-        args.record = types.read_json_object(args.table)
-        if args.record.get("schema") != SCHEMA:
-            parser.error(f"argument --table: {args.table}: not a breakdown record (schema {SCHEMA!r})")
-    return args
+    made = record_cli.parser("python -m properties.bench.breakdown", __doc__)
+    return record_cli.read_record(made, made.parse_args(argv), SCHEMA, "breakdown")
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    if args.record is not None:
-        print(table(args.record), end="")
-        return 0
-    return run(args)
+    return record_cli.main(parse_args(argv), table, run)
 
 
 if __name__ == "__main__":

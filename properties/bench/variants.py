@@ -28,6 +28,7 @@ import torch
 from kernel import contract, routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
 from oracles.provenance import REPO_ROOT
+from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
 from properties.bench.report import summarize
@@ -38,7 +39,6 @@ from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.interface import Implementation
 from properties.tools import args as types
-from properties.tools.args import OneLineParser
 
 SCHEMA = "kernel.variants/1"
 COMMITTED = "committed"
@@ -208,42 +208,26 @@ def _variant(text):
 
 
 def parse_args(argv):
-    parser = OneLineParser(prog="python -m properties.bench.variants", description=__doc__)
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--out", type=types.output_file, help="record file to write (runs on the GPU)")
-    mode.add_argument("--table", metavar="FILE", type=types.json_object_file, help="print a record's table")
-    parser.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME=PATH.py",
-                        help="a copy of kernel/routing.py with a change (repeatable)")
-    tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, 10**7)
-    parser.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
-    parser.add_argument("--rounds", type=types.integer(1, 100), default=2, help="interleaved timing rounds")
-    parser.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
-    parser.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
-    args = parser.parse_args(argv)
+    made = record_cli.parser("python -m properties.bench.variants", __doc__)
+    made.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME=PATH.py",
+                      help="a copy of kernel/routing.py with a change (repeatable)")
+    made.add_argument("--rounds", type=types.integer(1, 100), default=2, help="interleaved timing rounds")
+    args = made.parse_args(argv)
     names = [name for name, _ in args.variant]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        parser.error(f"argument --variant: {', '.join(repeated)} named twice")
+        made.error(f"argument --variant: {', '.join(repeated)} named twice")
     if args.out and not args.variant:
-        parser.error("argument --variant: at least one variant to time beside the committed kernel")
+        made.error("argument --variant: at least one variant to time beside the committed kernel")
     try:
         args.impls = [load(name, path) for name, path in args.variant]
     except plugins.NotRun as refusal:
-        parser.error(f"argument --variant: {refusal}")
-    args.record = None
-    if args.table:
-        args.record = types.read_json_object(args.table)
-        if args.record.get("schema") != SCHEMA:
-            parser.error(f"argument --table: {args.table}: not a variants record (schema {SCHEMA!r})")
-    return args
+        made.error(f"argument --variant: {refusal}")
+    return record_cli.read_record(made, args, SCHEMA, "variants")
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    if args.record is not None:
-        print(table(args.record), end="")
-        return 0
-    return run(args)
+    return record_cli.main(parse_args(argv), table, run)
 
 
 if __name__ == "__main__":

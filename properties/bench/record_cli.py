@@ -1,0 +1,41 @@
+"""The command line the bench's record tools share (breakdown.py, variants.py): ``--out FILE`` runs on the GPU and
+writes a record, ``--table FILE`` prints a record's table (no GPU); both time CUDA graphs of ``--iterations``
+launches over ``--repetitions`` replays for each b of ``--bs``."""
+
+from kernel.layout import MAX_TOKENS
+from properties.tools import args as types
+from properties.tools.args import OneLineParser
+
+MAX_COUNT = 10**7
+
+
+def parser(prog, description):
+    """The shared parser: the --out / --table choice and the graph options."""
+    made = OneLineParser(prog=prog, description=description)
+    mode = made.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--out", type=types.output_file, help="record file to write (runs on the GPU)")
+    mode.add_argument("--table", metavar="FILE", type=types.json_object_file, help="print a record's table")
+    tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, MAX_COUNT)
+    made.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
+    made.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
+    made.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
+    return made
+
+
+def read_record(made, args, schema, kind):
+    """args.record: the --table file's record (None with --out); a one-line error when it is not a ``kind``
+    record of ``schema``."""
+    args.record = None
+    if args.table:
+        args.record = types.read_json_object(args.table)
+        if args.record.get("schema") != schema:
+            made.error(f"argument --table: {args.table}: not a {kind} record (schema {schema!r})")
+    return args
+
+
+def main(args, table, run):
+    """Print the record's table, or run: the exit status."""
+    if args.record is not None:
+        print(table(args.record), end="")
+        return 0
+    return run(args)
