@@ -101,16 +101,24 @@ def test_table_prints_a_records_table(tmp_path, capsys):
     assert capsys.readouterr().out == variants.table(_record())
 
 
-def test_a_run_times_every_implementation_in_every_round_and_fails_on_a_failed_measurement(tmp_path, monkeypatch):
-    """run() with the GPU's parts replaced: every (round, b, mode, implementation) is timed once, in rounds, the
-    committed kernel first; a measurement that raises is recorded and makes the exit status 1."""
-    stub = tmp_path / "stub.py"
-    stub.write_text("def route(*args):\n    pass\n\n\ndef prepare(renormalize):\n    pass\n")
+@pytest.fixture
+def stub(tmp_path, monkeypatch):
+    """A variant file whose route and prepare do nothing, with run()'s GPU parts replaced: no CUDA check, a
+    committed kernel that prepares nothing, fixed provenance."""
+    path = tmp_path / "stub.py"
+    path.write_text("def route(*args):\n    pass\n\n\ndef prepare(renormalize):\n    pass\n")
     cute = variants.REGISTRY["cute"]
     monkeypatch.setitem(variants.REGISTRY, "cute", replace(cute, declaration=replace(cute.declaration,
                                                                                        prepare=lambda r: None)))
     monkeypatch.setattr(variants.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(variants, "provenance", lambda: {"gpu": "G", "driver": "D", "commit": "C", "date": "T"})
+    return path
+
+
+def test_a_run_times_every_implementation_in_every_round_and_fails_on_a_failed_measurement(stub, tmp_path,
+                                                                                           monkeypatch):
+    """run() with the GPU's parts replaced: every (round, b, mode, implementation) is timed once, in rounds, the
+    committed kernel first; a measurement that raises is recorded and makes the exit status 1."""
     monkeypatch.setattr(variants, "check_cases", lambda: ["a case"])
     monkeypatch.setattr(variants, "check", lambda impls, cases: {
         i.name: {"calls": len(cases), "differ": 0, "first": []} for i in impls})
@@ -132,3 +140,12 @@ def test_a_run_times_every_implementation_in_every_round_and_fails_on_a_failed_m
     assert record["graph"]["committed"]["metadata"]["1"] == [1.0, 9.0]
     assert record["graph"]["stub"]["plain"]["2"][1] == {"error": "RuntimeError: capture failed"}
     assert record["implementations"]["stub"]["path"] == str(stub) and record["check"]["stub"]["calls"] == 1
+
+
+def test_a_run_whose_check_compared_nothing_fails(stub, tmp_path, monkeypatch):
+    """No checked case (a corpus and bench inputs that made no call) is a failure, not a pass."""
+    monkeypatch.setattr(variants, "check_cases", lambda: [])
+    monkeypatch.setattr(variants, "time_once", lambda *args: {"median_us": 1.0})
+    out = tmp_path / "v.json"
+    assert variants.main(["--out", str(out), "--variant", f"stub={stub}", "--bs", "1", "--rounds", "1"]) == 1
+    assert json.loads(out.read_text())["check"]["stub"] == {"calls": 0, "differ": 0, "first": []}

@@ -10,8 +10,8 @@ the engine's poisoned buffers, the committed kernel ("committed") included, each
 captures a CUDA graph of back-to-back launches per implementation, b and mode (with metadata: tile 8, every
 expert local; without), the median of its replays, in ``--rounds`` rounds interleaved across implementations,
 so a variant and the kernel meet the same clocks. The record keeps each variant's file and sha256. Exit
-status 1 when an implementation differs from the model or a measurement failed (the record is written either
-way), 2 on a bad argument or without a GPU.
+status 1 when an implementation differs from the model or compared nothing, or a measurement failed (the record
+is written either way), 2 on a bad argument or without a GPU.
 """
 
 import argparse
@@ -159,9 +159,11 @@ def run(args):
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(table(record), end="")
     differ = [name for name, entry in record["check"].items() if entry["differ"]]
-    if differ or errors:
-        print(f"properties.bench.variants: {', '.join(differ) or 'none'} differ from the model; {errors} "
-              f"measurement(s) failed; record in {args.out}", file=sys.stderr)
+    unchecked = [name for name, entry in record["check"].items() if not entry["calls"]]
+    if differ or unchecked or errors:
+        print(f"properties.bench.variants: {', '.join(differ) or 'none'} differ from the model, "
+              f"{', '.join(unchecked) or 'none'} compared nothing; {errors} measurement(s) failed; record in "
+              f"{args.out}", file=sys.stderr)
         return 1
     return 0
 

@@ -287,6 +287,9 @@ CATALOG = (
        VARIANTS_T + "test_the_check_counts_every_differing_call_and_every_raise",
        ('            if lines:\n                entry["differ"] += 1',
         '            if False:\n                entry["differ"] += 1')),
+    _m("variants_nothing_compared_passes", BENCH_VARIANTS, "a kernel-variants run whose check compared nothing passes",
+       VARIANTS_T + "test_a_run_whose_check_compared_nothing_fails",
+       ("    if differ or unchecked or errors:", "    if differ or errors:")),
     # ---- the write guard: committed records only when the command line names them (issue 20)
     _m("harness_table_to_results", HARNESS_RUN, "the harness kill table written to the committed record by default",
        CLEAN_T + "test_default_forms_leave_git_status_clean",
