@@ -378,8 +378,16 @@ class _Routing:
                 if quarter == 1:
                     mMeta[META_CTA_BATCH + cta] = local
                     mMeta[META_CTA_LIMIT + cta] = first_row + count
-                self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,
-                                   META_PERMUTED_TO_TOKEN + first_row + tile_n, quarter, QUARTERS)
+                # The first TOP_K padding rows as single stores, one per quarter in turn (a tile of 8 to 16 has
+                # no more); 16-byte stores, shared by the quarters, only past them.
+                padding = first_row + count
+                end = first_row + tile_n
+                for j in cutlass.range_constexpr(TOP_K // QUARTERS):
+                    if padding + quarter + j * QUARTERS < end:
+                        mMeta[META_PERMUTED_TO_TOKEN + padding + quarter + j * QUARTERS] = Int32(PADDING)
+                if padding + TOP_K < end:
+                    self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + padding + TOP_K, META_PERMUTED_TO_TOKEN + end,
+                                       quarter, QUARTERS)
 
     @cute.jit
     def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor, e: Int32,

@@ -147,9 +147,10 @@ KERNEL_MUTANTS = (
             (DIFFERENTIAL,), (R, "mMeta[META_CTA_LIMIT + cta] = first_row + count",
                               "mMeta[META_CTA_LIMIT + cta] = first_row + count + 1")),
     _mutant("route_padding_unwritten", "tile >= 8: the padding rows of each expert's CTA left unwritten (not -1)",
-            (DIFFERENTIAL,), (R, "                self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
-                                 "                                   META_PERMUTED_TO_TOKEN + first_row + tile_n, quarter, "
-                                 "QUARTERS)\n", "")),
+            (DIFFERENTIAL,), (R, "padding = first_row + count\n", "padding = first_row + tile_n\n")),
+    _mutant("route_padding_singles_halved", "tile >= 8: each quarter writes one of its two single padding rows, so "
+            "half of the first TOP_K padding rows stay unwritten", (DIFFERENTIAL,),
+            (R, "range_constexpr(TOP_K // QUARTERS)", "range_constexpr(1)")),
     _mutant("route_cta_counts_itself", "tile >= 8: an expert's CTA counts the expert itself among the picked ones "
             "below it", (DIFFERENTIAL,), (R, "_select(w == group, below, Uint32(0))",
                                           "_select(w == group, below | (below + 1), Uint32(0))")),
