@@ -6,7 +6,8 @@ scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or sca
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
 One CTA of 256 threads (with metadata) or 288 (without); warp w < 8 routes token row w, lane l holds experts
-8l .. 8l+7. The launch uses programmatic dependent launch: the bias (a weight) is read before
+8l .. 8l+7. With metadata at b = 1 a CTA of one warp: each picked expert then has the token alone, so the warp
+finds every route's row from its own picks, without shared route words, atomics or barriers. The launch uses programmatic dependent launch: the bias (a weight) is read before
 ``griddepcontrol.wait``, the logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that
 counts (PTX ISA), so without metadata a ninth warp, which writes nothing, lets the next grid launch at once, even
 at b = 8 (that grid's own wait still waits for this one to complete); with metadata every warp writes, and a
@@ -61,7 +62,8 @@ __all__ = [
     "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "MAX_TILE",
     "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
     "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
-    "compile_variant", "compiled_routing", "prepare", "compile_artifacts",
+    "compile_variant", "compiled_routing", "prepare", "compile_artifacts", "KERNELS", "VARIANT_KEYS",
+    "uses_one_token_kernel",
 ]
 
 WARPS = MAX_TOKENS
@@ -268,11 +270,13 @@ def _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, renorma
 
 
 class _Routing:
-    """One compiled variant: with or without metadata, renormalized or scaled weights."""
+    """One compiled variant: with or without metadata, renormalized or scaled weights; with metadata, for any
+    b (a warp per row) or for one token (``one_token``: one warp, no shared route words)."""
 
-    def __init__(self, metadata: bool, renormalize: bool):
+    def __init__(self, metadata: bool, renormalize: bool, one_token: bool = False):
         self.metadata = metadata
         self.renormalize = renormalize
+        self.one_token = one_token
 
     @cute.jit
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
@@ -285,7 +289,8 @@ class _Routing:
                         mWeights: cute.Tensor, scale: Float32, mMeta: cute.Tensor, local_offset: Int32,
                         num_local: Int32, tile_n: Int32, cta_table: Int32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, mMeta, local_offset, num_local, tile_n,
-                    cta_table).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream, use_pdl=True)
+                    cta_table).launch(grid=[1, 1, 1], block=[WARP if self.one_token else THREADS, 1, 1],
+                                      stream=stream, use_pdl=True)
 
     @cute.kernel
     def kernel(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor, mWeights: cute.Tensor,
@@ -303,6 +308,12 @@ class _Routing:
                 bias = _load_lane(bias_address)
                 cute.arch.griddepcontrol_wait()
                 _route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, self.renormalize)
+        elif const_expr(self.one_token):
+            bias = _load_lane(bias_address)
+            cute.arch.griddepcontrol_wait()
+            expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, 0, lane)
+            _write_weights(mWeights, 0, lane, addresses, address, scale, self.renormalize)
+            self.write_one_token_metadata(mMeta, lane, expert - local_offset, num_local, tile_n)
         else:
             sRoutes = smem.allocate_tensor(Int32, cute.make_layout(EXPERTS), byte_alignment=16)
             sWarpCtas = smem.allocate_tensor(Int32, cute.make_layout(WARPS), byte_alignment=16)
@@ -354,12 +365,8 @@ class _Routing:
         """tile_n >= TOP_K, on every lane of token ``token``'s warp: every picked local expert has one CTA (its at
         most MAX_TOKENS tokens fit a tile), so route (token, lane % TOP_K) to local expert ``local`` finds its row
         alone: the expert's CTA is the number of picked local experts below it (``sUsed``), the row that CTA's
-        first plus the number of the expert's tokens before ``token`` (its route word). Of the QUARTERS lanes
-        sharing the route, quarter 0 writes its rows; on the expert's first token quarter 1 writes the CTA's
-        batch index and row limit and the quarters share its padding rows. Token 0's last lane writes the
-        totals. No loop over experts or tokens, no barrier."""
-        pick = lane % TOP_K
-        quarter = lane // TOP_K
+        first plus the number of the expert's tokens before ``token`` (its route word). Token 0's last lane
+        writes the totals. No loop over experts or tokens, no barrier."""
         used = _bitmap_words(sUsed)
         if token == 0 and lane == WARP - 1:
             ctas = _picked_below(used, Int32(EXPERTS))
@@ -369,25 +376,54 @@ class _Routing:
             tokens = Uint32(sRoutes[local]) & Uint32(TOKEN_FLAGS)
             count = Int32(cute.arch.popc(tokens))
             rank = Int32(cute.arch.popc(tokens & ((Uint32(1) << (NIBBLE * token)) - 1)))
-            cta = _picked_below(used, local)
-            first_row = cta * tile_n
-            if quarter == 0:
-                mMeta[META_PERMUTED_TO_TOKEN + first_row + rank] = token
-                mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + rank
-            if rank == 0:
-                if quarter == 1:
-                    mMeta[META_CTA_BATCH + cta] = local
-                    mMeta[META_CTA_LIMIT + cta] = first_row + count
-                # The first TOP_K padding rows as single stores, one per quarter in turn (a tile of 8 to 16 has
-                # no more); 16-byte stores, shared by the quarters, only past them.
-                padding = first_row + count
-                end = first_row + tile_n
-                for j in cutlass.range_constexpr(TOP_K // QUARTERS):
-                    if padding + quarter + j * QUARTERS < end:
-                        mMeta[META_PERMUTED_TO_TOKEN + padding + quarter + j * QUARTERS] = Int32(PADDING)
-                if padding + TOP_K < end:
-                    self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + padding + TOP_K, META_PERMUTED_TO_TOKEN + end,
-                                       quarter, QUARTERS)
+            self.write_route(mMeta, token, lane, local, count, rank, _picked_below(used, local), tile_n)
+
+    @cute.jit
+    def write_one_token_metadata(self, mMeta: cute.Tensor, lane: Int32, local: Int32, num_local: Int32,
+                                 tile_n: Int32):
+        """b = 1, on every lane of the one warp: each picked local expert has the one token, so one CTA of any
+        tile; its CTA is the number of picked local experts below it, counted over the picks' shuffles. The
+        last lane writes the totals, quarter 0 the -1 of a route to another rank's expert. No shared memory."""
+        cta = Int32(0)
+        for k in cutlass.range_constexpr(TOP_K):
+            other = cute.arch.shuffle_sync(local, k)
+            cta = cta + _select((other >= 0) & (other < num_local) & (other < local), Int32(1), Int32(0))
+        ctas = Int32(cute.arch.popc(cute.arch.vote_ballot_sync((lane < TOP_K) & (local >= 0) & (local < num_local))))
+        if lane == WARP - 1:
+            mMeta[META_PADDED_TOKENS] = ctas * tile_n
+            mMeta[META_NUM_CTAS] = ctas
+        if local >= 0 and local < num_local:
+            self.write_route(mMeta, Int32(0), lane, local, Int32(1), Int32(0), cta, tile_n)
+        else:
+            if lane < TOP_K:
+                mMeta[META_EXPANDED_TO_PERMUTED + lane] = Int32(PADDING)
+
+    @cute.jit
+    def write_route(self, mMeta: cute.Tensor, token: Int32, lane: Int32, local: Int32, count: Int32, rank: Int32,
+                    cta: Int32, tile_n: Int32):
+        """Route (token, lane % TOP_K) to local expert ``local``, whose ``count`` tokens fill CTA ``cta`` alone,
+        ``token`` the rank-th of them. Of the QUARTERS lanes sharing the route, quarter 0 writes its rows; on the
+        expert's first token quarter 1 writes the CTA's batch index and row limit and the quarters share its
+        padding rows: the first TOP_K as single stores, one per quarter in turn (a tile of 8 to 16 has no
+        more), 16-byte stores only past them."""
+        pick = lane % TOP_K
+        quarter = lane // TOP_K
+        first_row = cta * tile_n
+        if quarter == 0:
+            mMeta[META_PERMUTED_TO_TOKEN + first_row + rank] = token
+            mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + pick] = first_row + rank
+        if rank == 0:
+            if quarter == 1:
+                mMeta[META_CTA_BATCH + cta] = local
+                mMeta[META_CTA_LIMIT + cta] = first_row + count
+            padding = first_row + count
+            end = first_row + tile_n
+            for j in cutlass.range_constexpr(TOP_K // QUARTERS):
+                if padding + quarter + j * QUARTERS < end:
+                    mMeta[META_PERMUTED_TO_TOKEN + padding + quarter + j * QUARTERS] = Int32(PADDING)
+            if padding + TOP_K < end:
+                self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + padding + TOP_K, META_PERMUTED_TO_TOKEN + end,
+                                   quarter, QUARTERS)
 
     @cute.jit
     def write_expert_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sWarpCtas: cute.Tensor, e: Int32,
@@ -465,11 +501,11 @@ def _refuse_during_capture():
                            "capture; call kernel.routing.prepare() before capturing")
 
 
-def compile_routing(metadata: bool, renormalize: bool, options: str = ""):
+def compile_routing(metadata: bool, renormalize: bool, options: str = "", one_token: bool = False):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
     16-byte aligned logits, bias and metadata. Its arguments are the torch tensors (and numbers) of
     ``route``; it runs on the current stream of the logits' device."""
-    return compile_variant(_Routing(metadata, renormalize), options)
+    return compile_variant(_Routing(metadata, renormalize, one_token), options)
 
 
 def compile_variant(variant, options: str = ""):
@@ -494,7 +530,7 @@ def compile_variant(variant, options: str = ""):
     return cute.compile(launcher, *args, options=" ".join(["--enable-tvm-ffi", options]).strip())
 
 
-def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a"):
+def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a", one_token: bool = False):
     """(PTX text, cubin bytes) of one variant compiled for ``arch``; needs no GPU. Each call dumps into a
     fresh folder under build/, so parallel test processes never read each other's files."""
     root = Path(__file__).resolve().parents[1] / "build"
@@ -502,42 +538,54 @@ def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a"):
     with tempfile.TemporaryDirectory(prefix="routing-artifacts-", dir=root) as folder:
         if any(ch.isspace() for ch in folder):
             raise RuntimeError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
-        fn = compile_routing(metadata, renormalize,
-                             f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}")
+        fn = compile_routing(metadata, renormalize, f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}",
+                             one_token)
         ptx, cubin = fn.__ptx__, fn.__cubin__
     if not isinstance(ptx, str) or ".entry" not in ptx or not isinstance(cubin, bytes):
         raise RuntimeError("the DSL kept no PTX or cubin")
     return ptx, cubin
 
 
+# (metadata, one_token) of each kernel route launches: one_token (b = 1, one warp) with metadata only.
+KERNELS = ((False, False), (True, False), (True, True))
+# (metadata, renormalize, one_token) of every compiled variant.
+VARIANT_KEYS = tuple((metadata, renormalize, one_token) for metadata, one_token in KERNELS
+                     for renormalize in (False, True))
 _compiled = {}
 _launched_on = set()
 _lock = threading.Lock()
 
 
-def compiled_routing(metadata: bool, renormalize: bool):
+def compiled_routing(metadata: bool, renormalize: bool, one_token: bool = False):
     """The compiled variant, compiled once per process."""
-    key = (bool(metadata), bool(renormalize))
+    key = (bool(metadata), bool(renormalize), bool(one_token))
     with _lock:
         if key not in _compiled:
-            _compiled[key] = compile_routing(*key)
+            _compiled[key] = compile_routing(key[0], key[1], one_token=key[2])
         return _compiled[key]
 
 
+def uses_one_token_kernel(with_metadata: bool, rows: int) -> bool:
+    """Whether ``route`` launches the one-warp kernel: with metadata at b = 1."""
+    return with_metadata and rows == 1
+
+
 def prepare(renormalize: bool = True):
-    """Compile the variants ``route`` uses (with and without metadata) and, where a CUDA device is present,
-    launch each once on the current device, so that a later CUDA graph capture compiles and loads nothing."""
-    for metadata in (False, True):
-        compiled_routing(metadata, renormalize)
+    """Compile the variants ``route`` uses (without metadata; with it, for one token and for more) and, where a
+    CUDA device is present, launch each once on the current device, so that a later CUDA graph capture
+    compiles and loads nothing."""
+    for metadata, one_token in KERNELS:
+        compiled_routing(metadata, renormalize, one_token)
     if torch.cuda.is_available():
         device = torch.device("cuda", torch.cuda.current_device())
-        logits = torch.zeros((1, EXPERTS), dtype=torch.float32, device=device)
         bias = torch.zeros(EXPERTS, dtype=torch.float32, device=device)
-        ids = torch.empty((1, TOP_K), dtype=torch.int32, device=device)
-        weights = torch.empty((1, TOP_K), dtype=torch.float32, device=device)
         metadata = torch.empty(metadata_size(1), dtype=torch.int32, device=device)
-        route(logits, bias, ids, weights, 1.0, renormalize)
-        route(logits, bias, ids, weights, 1.0, renormalize, metadata, 0, EXPERTS, 1)
+        for rows in (1, 2):
+            logits = torch.zeros((rows, EXPERTS), dtype=torch.float32, device=device)
+            ids = torch.empty((rows, TOP_K), dtype=torch.int32, device=device)
+            weights = torch.empty((rows, TOP_K), dtype=torch.float32, device=device)
+            route(logits, bias, ids, weights, 1.0, renormalize)
+            route(logits, bias, ids, weights, 1.0, renormalize, metadata, 0, EXPERTS, 1)
         torch.cuda.synchronize(device)
 
 
@@ -560,15 +608,16 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     contract.check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                              num_local_experts, tile_n)
     with_metadata = metadata is not None
-    if (with_metadata, renormalize, logits.device.index) not in _launched_on:
+    single = uses_one_token_kernel(with_metadata, logits.shape[0])
+    if (with_metadata, renormalize, single, logits.device.index) not in _launched_on:
         _refuse_during_capture()
     # No tensor in the cache: it would keep the caller's buffers alive.
     metadata_scalars = (int(local_expert_offset), int(num_local_experts), int(tile_n),
                         contract.cta_table(int(tile_n))) if with_metadata else ()
-    call = (compiled_routing(with_metadata, renormalize), contract.scale_f32(scale), metadata_scalars,
+    call = (compiled_routing(with_metadata, renormalize, single), contract.scale_f32(scale), metadata_scalars,
             logits.device.index)
     _launch(call, logits, bias, ids, weights, metadata)
-    _launched_on.add((with_metadata, renormalize, logits.device.index))
+    _launched_on.add((with_metadata, renormalize, single, logits.device.index))
     _checked.add(key, call)
 
 

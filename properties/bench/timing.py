@@ -166,7 +166,7 @@ def eager_parts(problem, calls):
     key = contract.signature(*args)
     checked = contract.CheckedCalls()
     checked.add(key, "entry")
-    fn = routing.compiled_routing(True, renormalize)
+    fn = routing.compiled_routing(True, renormalize, routing.uses_one_token_kernel(True, logits.shape[0]))
     ffi_args = (logits, bias, ids, weights, contract.scale_f32(scale), metadata, offset, count, tile_n,
                 contract.cta_table(tile_n))
     signature = _median(_means_us(lambda: contract.signature(*args), calls))
@@ -201,9 +201,10 @@ def resources(rec, problem):
     """Registers, shared, local memory and stack of each kernel's binary (cuobjdump): the CuTe variants
     compiled for sm_90a, the Triton kernel as launched on ``problem``'s tensors, FlashInfer's library."""
     out = {}
-    for name, metadata in (("cute", False), ("cute_meta", True)):
-        out[name] = rec.attempt(f"resources {name}",
-                                lambda m=metadata: resource_usage(routing.compile_artifacts(m, True)[1]))
+    for name, metadata, single in (("cute", False, False), ("cute_meta", True, False),
+                                   ("cute_meta, b = 1 (one warp)", True, True)):
+        out[name] = rec.attempt(f"resources {name}", lambda m=metadata, o=single: resource_usage(
+            routing.compile_artifacts(m, True, one_token=o)[1]))
     if problem is None:
         out["triton"] = {"error": "no problem was set up, so no Triton kernel was launched"}
     else:

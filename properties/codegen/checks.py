@@ -12,7 +12,6 @@ on edited copies of the kernel.
 
 import functools
 import inspect
-import itertools
 import re
 from collections import Counter
 
@@ -25,7 +24,7 @@ from oracles.ptx.reader import parse
 from oracles.triton_codegen import PARAMS as TRITON_PARAMS
 from oracles.triton_codegen import compile_ptx as triton_ptx
 
-VARIANTS = tuple(itertools.product((False, True), (False, True)))  # (metadata, renormalize)
+VARIANTS = routing.VARIANT_KEYS  # (metadata, renormalize, one_token)
 # The kernel's parameters in PTX order, named as the Triton oracle's are (mLogits -> logits).
 PARAMS = tuple(re.sub(r"^m(?=[A-Z])", "", name).lower()
                for name in list(inspect.signature(routing._Routing.kernel).parameters)[1:])
@@ -37,10 +36,11 @@ MAX_REGISTERS = 255
 CONSTANTS = {"ZERO": 0.0, "ONE": 1.0, "LOG2E": float(np.log2(np.e)), "RENORM_EPS": 1e-15}
 
 
-def compile_variant(metadata, renormalize):
+def compile_variant(metadata, renormalize, one_token=False):
     """One variant compiled for sm_90a: its PTX and cubin."""
-    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize)
-    return {"metadata": metadata, "renormalize": renormalize, "ptx": ptx_text, "cubin": cubin}
+    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize, one_token=one_token)
+    return {"metadata": metadata, "renormalize": renormalize, "one_token": one_token, "ptx": ptx_text,
+            "cubin": cubin}
 
 
 def read_cubin(variant):
@@ -49,9 +49,9 @@ def read_cubin(variant):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(metadata, renormalize):
+def compiled(metadata, renormalize, one_token=False):
     """One variant compiled for sm_90a: its PTX, cubin, SASS and resource usage."""
-    return read_cubin(compile_variant(metadata, renormalize))
+    return read_cubin(compile_variant(metadata, renormalize, one_token))
 
 
 # ---------------------------------------------------------------------------------------------- float path

@@ -143,12 +143,13 @@ KERNEL_MUTANTS = (
     _mutant("padding_unwritten", "the padding rows of each expert's last CTA left unwritten (not -1)", (DIFFERENTIAL,),
             (R, "            self.write_padding(mMeta, META_PERMUTED_TO_TOKEN + first_row + count,\n"
                 "                               META_PERMUTED_TO_TOKEN + (first + ctas) * tile_n, 0, 1)\n", "")),
-    _mutant("route_cta_limit_off_by_one", "tile >= 8: a CTA's row limit one past its expert's last row",
+    _mutant("route_cta_limit_off_by_one", "tile >= 8 or b = 1: a CTA's row limit one past its expert's last row",
             (DIFFERENTIAL,), (R, "mMeta[META_CTA_LIMIT + cta] = first_row + count",
                               "mMeta[META_CTA_LIMIT + cta] = first_row + count + 1")),
-    _mutant("route_padding_unwritten", "tile >= 8: the padding rows of each expert's CTA left unwritten (not -1)",
+    _mutant("route_padding_unwritten", "tile >= 8 or b = 1: the padding rows of each expert's CTA left unwritten",
             (DIFFERENTIAL,), (R, "padding = first_row + count\n", "padding = first_row + tile_n\n")),
-    _mutant("route_padding_singles_halved", "tile >= 8: each quarter writes one of its two single padding rows, so "
+    _mutant("route_padding_singles_halved", "tile >= 8 or b = 1: each quarter writes one of its two single padding "
+            "rows, so "
             "half of the first TOP_K padding rows stay unwritten", (DIFFERENTIAL,),
             (R, "range_constexpr(TOP_K // QUARTERS)", "range_constexpr(1)")),
     _mutant("route_cta_counts_itself", "tile >= 8: an expert's CTA counts the expert itself among the picked ones "
@@ -157,7 +158,8 @@ KERNEL_MUTANTS = (
     _mutant("route_totals_miss_last_word", "tile >= 8: the CTA total leaves out the bitmap's last word (experts "
             "224..255)", (DIFFERENTIAL,), (R, "ctas = _picked_below(used, Int32(EXPERTS))",
                                             "ctas = _picked_below(used, Int32(EXPERTS - WARP))")),
-    _mutant("route_padding_parts_overlap", "tile >= 8: every quarter starts its 16-byte padding stores at the first, "
+    _mutant("route_padding_parts_overlap", "tile >= 8 or b = 1: every quarter starts its 16-byte padding stores at "
+            "the first, "
             "so the stores of the later quarters' own chunks are never made", (DIFFERENTIAL,),
             (R, "cutlass.range(body_start + part * VECTOR_WORDS, body_end",
              "cutlass.range(body_start, body_end")),
@@ -171,7 +173,22 @@ KERNEL_MUTANTS = (
             (DIFFERENTIAL,), (R, "if local >= 0 and local < num_local:\n                        cute.arch.atomic_or",
                               "if local >= 0 and local <= num_local:\n                        cute.arch.atomic_or")),
     _mutant("route_rows_off_by_one", "one route row past the last token's written (-1 past the routes)",
-            (DIFFERENTIAL,), (R, "if lane < TOP_K:", "if lane <= TOP_K:")),
+            (DIFFERENTIAL,), (R, "if lane < TOP_K:\n                    local = expert - local_offset",
+                              "if lane <= TOP_K:\n                    local = expert - local_offset")),
+    _mutant("one_token_cta_counts_itself", "b = 1: an expert's CTA counts the expert itself among the picked ones "
+            "below it", (DIFFERENTIAL,), (R, "& (other < local)", "& (other <= local)")),
+    _mutant("one_token_totals_count_foreign", "b = 1: the CTA total counts the routes to other ranks' experts too",
+            (DIFFERENTIAL,), (R, "vote_ballot_sync((lane < TOP_K) & (local >= 0) & (local < num_local))",
+                              "vote_ballot_sync(lane < TOP_K)")),
+    _mutant("one_token_foreign_route_zero", "b = 1: a route to another rank's expert mapped to row 0 instead of -1",
+            (DIFFERENTIAL,), (R, "mMeta[META_EXPANDED_TO_PERMUTED + lane] = Int32(PADDING)",
+                              "mMeta[META_EXPANDED_TO_PERMUTED + lane] = Int32(0)")),
+    _mutant("one_token_local_range_inclusive", "b = 1: the expert just past the local range counted as local",
+            (DIFFERENTIAL,), (R, "if local >= 0 and local < num_local:\n            self.write_route(mMeta, Int32(0)",
+                              "if local >= 0 and local <= num_local:\n            self.write_route(mMeta, Int32(0)")),
+    _mutant("one_token_kernel_for_two_rows", "with metadata the one-warp kernel of b = 1 launched at b = 2 too (its "
+            "second row is never routed)", (DIFFERENTIAL,),
+            (R, "return with_metadata and rows == 1", "return with_metadata and rows <= 2")),
     # ---- programmatic dependent launch
     _mutant("logits_before_wait", "without metadata the row is routed (logits loaded) before griddepcontrol.wait",
             (STATIC,),
