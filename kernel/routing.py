@@ -5,12 +5,13 @@ experts of each row by c (the lowest index among equal values, -0.0 == +0.0), we
 scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or scaled as s_k * scale. Every
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
-One CTA of 256 threads (with metadata) or 288 (without); warp w < 8 routes token row w, lane l holds experts
-8l .. 8l+7. With metadata at b = 1 a CTA of one warp: each picked expert then has the token alone, so the warp
+With metadata one CTA of 256 threads, warp w < 8 routing token row w; without, one CTA per SCHEDULERS rows of
+SCHEDULERS routing warps and a trigger warp (160 threads), so that no two routing warps share a scheduler; lane l
+holds experts 8l .. 8l+7. With metadata at b = 1 a CTA of one warp: each picked expert then has the token alone, so the warp
 finds every route's row from its own picks, without shared route words, atomics or barriers. The launch uses programmatic dependent launch: the bias (a weight) is read before
 ``griddepcontrol.wait``, the logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that
-counts (PTX ISA), so without metadata a ninth warp, which writes nothing, lets the next grid launch at once, even
-at b = 8 (that grid's own wait still waits for this one to complete); with metadata every warp writes, and a
+counts (PTX ISA), so without metadata each CTA's trigger warp, which writes nothing, lets the next grid launch at
+once (that grid's own wait still waits for this one to complete); with metadata every warp writes, and a
 trigger warp there measured no faster (properties/results/README.md, the breakdown).
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
@@ -68,8 +69,9 @@ __all__ = [
 
 WARPS = MAX_TOKENS
 THREADS = WARPS * WARP
-BLOCK_THREADS = THREADS + WARP  # without metadata: warp WARPS only launches the dependents
-SCHEDULERS = 4  # an SM's warp schedulers: from MAX_TOKENS // 2 + 1 rows, two routing warps share one
+SCHEDULERS = 4  # an SM's warp schedulers: from MAX_TOKENS // 2 + 1 rows, two routing warps of a CTA share one
+# Without metadata a CTA routes up to SCHEDULERS rows, a warp each, and one more warp only launches the dependents.
+BLOCK_THREADS = SCHEDULERS * WARP + WARP
 # Thread e < num_local_experts builds local expert e's metadata.
 assert THREADS == EXPERTS
 
@@ -269,6 +271,20 @@ def _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, renorma
     _write_weights(mWeights, row, lane, addresses, address, scale, renormalize)
 
 
+def plain_ctas(rows):
+    """Without metadata, the CTAs of a launch: one per SCHEDULERS rows, so no two routing warps share a
+    scheduler."""
+    return (rows + SCHEDULERS - 1) // SCHEDULERS
+
+
+def _plain_row(warp, rows):
+    """Without metadata: (the row warp ``warp`` of this CTA routes, whether it routes one). The bound is on the
+    warp index alone, which the compiler sees as warp-uniform (a bound on the row made it guard every warp
+    collective against divergence)."""
+    cta, _, _ = cute.arch.block_idx()
+    return cta * SCHEDULERS + warp, warp < cutlass.min(rows - cta * SCHEDULERS, SCHEDULERS)
+
+
 class _Routing:
     """One compiled variant: with or without metadata, renormalized or scaled weights; with metadata, for any
     b (a warp per row) or for one token (``one_token``: one warp, no shared route words)."""
@@ -282,7 +298,7 @@ class _Routing:
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
                      mWeights: cute.Tensor, scale: Float32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, None, None, None, None, None).launch(
-            grid=[1, 1, 1], block=[BLOCK_THREADS, 1, 1], stream=stream, use_pdl=True)
+            grid=[plain_ctas(mLogits.shape[0]), 1, 1], block=[BLOCK_THREADS, 1, 1], stream=stream, use_pdl=True)
 
     @cute.jit
     def launch_metadata(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
@@ -304,10 +320,11 @@ class _Routing:
         sScores = smem.allocate_tensor(Float32, cute.make_layout(WARPS * EXPERTS), byte_alignment=16)
         if const_expr(not self.metadata):
             # Warps past the last row, the trigger warp among them, leave at once: no branch follows the wait.
-            if warp < rows:
+            row, routes = _plain_row(warp, rows)
+            if routes:
                 bias = _load_lane(bias_address)
                 cute.arch.griddepcontrol_wait()
-                _route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, self.renormalize)
+                _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, self.renormalize)
         elif const_expr(self.one_token):
             bias = _load_lane(bias_address)
             cute.arch.griddepcontrol_wait()

@@ -39,8 +39,8 @@ STAGES = (
     ("scores", False, "+ 8 sigmoids and bias adds, the order keys, the lane's sorting network"),
     ("top8", False, "+ the scores to shared memory, 8 rounds of warp argmax, the ids"),
     ("cute", False, "+ the weights: the kernel without metadata"),
-    ("cute, no trigger warp", False, "the kernel without metadata, 8 warps: at b = 8 the CTA triggers its "
-                                     "dependents when its first warp ends"),
+    ("cute, no trigger warp", False, "the kernel without metadata, no trigger warp: a CTA of 4 rows triggers "
+                                     "its dependents when its first warp ends"),
     ("routes", True, "the kernel with metadata up to the route words: zeroed route words and a barrier before "
                      "the wait, -1 rows of routes to other ranks' experts, shared atomics, a barrier and the "
                      "weights (the weights first from b = 5); no expert metadata"),
@@ -57,14 +57,16 @@ class _Stage(routing._Routing):
     def __init__(self, name, metadata):
         super().__init__(metadata, True)
         self.name = name
-        self.block = routing.THREADS if metadata or name.endswith("no trigger warp") else routing.BLOCK_THREADS
+        self.block = routing.THREADS if metadata else routing.BLOCK_THREADS - (
+            routing.WARP if name.endswith("no trigger warp") else 0)
 
     @cute.jit
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
                      mWeights: cute.Tensor, scale: Float32, stream):
         kernel = self.kernel if self.name.startswith("cute") else self.cut_kernel
         kernel(mLogits, mBias, mIds, mWeights, scale, None, None, None, None, None).launch(
-            grid=[1, 1, 1], block=[self.block, 1, 1], stream=stream, use_pdl=True)
+            grid=[routing.plain_ctas(mLogits.shape[0]), 1, 1], block=[self.block, 1, 1], stream=stream,
+            use_pdl=True)
 
     @cute.jit
     def launch_metadata(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
@@ -82,28 +84,29 @@ class _Stage(routing._Routing):
         smem = SmemAllocator()
         sScores = smem.allocate_tensor(Float32, cute.make_layout(routing.WARPS * EXPERTS), byte_alignment=16)
         first = lane * routing.EXPERTS_PER_LANE
-        if warp < mLogits.shape[0]:
+        row, routes = routing._plain_row(warp, mLogits.shape[0])
+        if routes:
             if const_expr(self.name == "floor"):
                 cute.arch.griddepcontrol_wait()
-                mIds[warp, lane % TOP_K] = lane
+                mIds[row, lane % TOP_K] = lane
             else:
                 bias = routing._load_lane(mBias.iterator.toint() + Int64(first * routing.WORD_BYTES))
                 cute.arch.griddepcontrol_wait()
                 if const_expr(self.name == "top8"):
-                    routing._pick_row(mLogits, mIds, sScores, bias, warp, lane)
+                    routing._pick_row(mLogits, mIds, sScores, bias, row, lane)
                 else:
-                    logits = routing._load_lane((mLogits.iterator + cute.crd2idx((warp, first),
+                    logits = routing._load_lane((mLogits.iterator + cute.crd2idx((row, first),
                                                                                  mLogits.layout)).toint())
                     if const_expr(self.name == "loads"):
                         folded = Uint32(0)
                         for x in logits + bias:
                             folded = folded ^ x.bitcast(Uint32)
-                        mIds[warp, lane % TOP_K] = Int32(folded)
+                        mIds[row, lane % TOP_K] = Int32(folded)
                     else:
                         scores = [routing._sigmoid(x) for x in logits]
                         corrected = [routing.add_f32(s, b) for s, b in zip(scores, bias)]
                         words = routing._sorted_words(corrected, sScores.iterator.toint())
-                        mIds[warp, lane % TOP_K] = Int32(Uint32(words[0] >> routing.KEY_SHIFT))
+                        mIds[row, lane % TOP_K] = Int32(Uint32(words[0] >> routing.KEY_SHIFT))
         cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit

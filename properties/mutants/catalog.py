@@ -193,9 +193,9 @@ KERNEL_MUTANTS = (
     _mutant("logits_before_wait", "without metadata the row is routed (logits loaded) before griddepcontrol.wait",
             (STATIC,),
             (R, "cute.arch.griddepcontrol_wait()\n"
-                "                _route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, "
+                "                _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, "
                 "self.renormalize)\n",
-             "_route_row(mLogits, mIds, mWeights, sScores, bias, warp, lane, scale, self.renormalize)\n"
+             "_route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, self.renormalize)\n"
              "                cute.arch.griddepcontrol_wait()\n")),
     _mutant("bias_after_wait", "with metadata the bias is loaded after griddepcontrol.wait", (STATIC,),
             (R, "            bias = _load_lane(bias_address)\n"
@@ -206,10 +206,10 @@ KERNEL_MUTANTS = (
              "            cute.arch.sync_threads()\n            cute.arch.griddepcontrol_wait()\n"
              "            bias = _load_lane(bias_address)\n")),
     _mutant("branch_after_wait", "without metadata, warps past the last row leave after the wait (a branch)",
-            (STATIC,), (R, "            if warp < rows:\n                bias = _load_lane(bias_address)\n"
+            (STATIC,), (R, "            if routes:\n                bias = _load_lane(bias_address)\n"
                            "                cute.arch.griddepcontrol_wait()\n",
                         "            bias = _load_lane(bias_address)\n            cute.arch.griddepcontrol_wait()\n"
-                        "            if warp < rows:\n")),
+                        "            if routes:\n")),
 )
 
 CONTRACT_MUTANTS = (
