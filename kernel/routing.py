@@ -5,14 +5,15 @@ experts of each row by c (the lowest index among equal values, -0.0 == +0.0), we
 scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or scaled as s_k * scale. Every
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
-With metadata one CTA of 256 threads, warp w < 8 routing token row w; without, one CTA per SCHEDULERS rows of
-SCHEDULERS routing warps and a trigger warp (160 threads), so that no two routing warps share a scheduler; lane l
-holds experts 8l .. 8l+7. With metadata at b = 1 a CTA of one warp: each picked expert then has the token alone, so the warp
-finds every route's row from its own picks, without shared route words, atomics or barriers. The launch uses programmatic dependent launch: the bias (a weight) is read before
-``griddepcontrol.wait``, the logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that
-counts (PTX ISA), so without metadata each CTA's trigger warp, which writes nothing, lets the next grid launch at
-once (that grid's own wait still waits for this one to complete); with metadata every warp writes, and a
-trigger warp there measured no faster (properties/results/README.md, the breakdown).
+With metadata one CTA of 256 threads, warp w < 8 routing token row w, or at b = 1 a CTA of one warp: each picked
+expert then has the token alone, so the warp finds every route's row from its own picks, without shared route
+words, atomics or barriers. Without metadata one CTA per SCHEDULERS rows, of SCHEDULERS routing warps and a
+trigger warp (160 threads), so that no two routing warps share a scheduler. Lane l holds experts 8l .. 8l+7. The
+launch uses programmatic dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the
+logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that counts (PTX ISA), so without
+metadata each CTA's trigger warp, which writes nothing, lets the next grid launch at once (that grid's own wait
+still waits for this one to complete); with metadata every warp writes, and a trigger warp there measured no
+faster (properties/results/README.md, the breakdown).
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
