@@ -196,7 +196,8 @@ def cpu_kernel(monkeypatch):
     CPU, each compiled variant the model, so calls are checked, launched and cached as on a GPU."""
     monkeypatch.setattr(predicate, "_devices", lambda tensors: None)
     monkeypatch.setattr(contract, "_check_devices", lambda tensors: None)
-    monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize: _model_launch(renormalize))
+    monkeypatch.setattr(routing, "compiled_routing",
+                        lambda metadata, renormalize, one_token: _model_launch(renormalize))
     monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
 
 
