@@ -5,15 +5,16 @@ experts of each row by c (the lowest index among equal values, -0.0 == +0.0), we
 scores, renormalized as s_k * (scale / ((0.0 + s_0 + ... + s_7) + 1e-15)) or scaled as s_k * scale. Every
 float operation is the PTX instruction Triton 3.6.0 emits for it (kernel/primitives.py).
 
-With metadata one CTA of 256 threads, warp w < 8 routing token row w, or at b = 1 a CTA of one warp: each picked
-expert then has the token alone, so the warp finds every route's row from its own picks, without shared route
-words, atomics or barriers. Without metadata one CTA per SCHEDULERS rows, of SCHEDULERS routing warps and a
-trigger warp (160 threads), so that no two routing warps share a scheduler. Lane l holds experts 8l .. 8l+7. The
-launch uses programmatic dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the
-logits after. The CTA's first ``griddepcontrol.launch_dependents`` is the one that counts (PTX ISA), so without
-metadata each CTA's trigger warp, which writes nothing, lets the next grid launch at once (that grid's own wait
-still waits for this one to complete); with metadata every warp writes, and a trigger warp there measured no
-faster (properties/results/README.md, the breakdown).
+With metadata one CTA of 256 threads, warp w < 8 routing token row w; at b = 1, and at b = 2 with tiles of 2 or
+more, a CTA of b warps: each picked expert's tokens then fill one CTA, so the warps find every route's row from
+the picks themselves (b = 2: one exchange of the 8 picks through shared memory), without route words or atomics.
+Without metadata one CTA per SCHEDULERS rows, of SCHEDULERS routing warps and a trigger warp (160 threads), so
+that no two routing warps share a scheduler. Lane l holds experts 8l .. 8l+7. The launch uses programmatic
+dependent launch: the bias (a weight) is read before ``griddepcontrol.wait``, the logits after. The CTA's first
+``griddepcontrol.launch_dependents`` is the one that counts (PTX ISA), so without metadata each CTA's trigger
+warp, which writes nothing, lets the next grid launch at once (that grid's own wait still waits for this one to
+complete); with metadata every warp writes, and a trigger warp there measured no faster
+(properties/results/README.md, the breakdown).
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
@@ -65,7 +66,7 @@ __all__ = [
     "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
     "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
     "compile_variant", "compiled_routing", "prepare", "compile_artifacts", "KERNELS", "VARIANT_KEYS",
-    "uses_one_token_kernel",
+    "kernel_tokens",
 ]
 
 WARPS = MAX_TOKENS
@@ -288,12 +289,13 @@ def _plain_row(warp, rows):
 
 class _Routing:
     """One compiled variant: with or without metadata, renormalized or scaled weights; with metadata, for any
-    b (a warp per row) or for one token (``one_token``: one warp, no shared route words)."""
+    b (``tokens`` 0: a warp per row, shared route words) or for b = ``tokens`` of 1 or 2 (a warp per row, the
+    routes found from the picks themselves)."""
 
-    def __init__(self, metadata: bool, renormalize: bool, one_token: bool = False):
+    def __init__(self, metadata: bool, renormalize: bool, tokens: int = 0):
         self.metadata = metadata
         self.renormalize = renormalize
-        self.one_token = one_token
+        self.tokens = tokens
 
     @cute.jit
     def launch_plain(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor,
@@ -306,7 +308,7 @@ class _Routing:
                         mWeights: cute.Tensor, scale: Float32, mMeta: cute.Tensor, local_offset: Int32,
                         num_local: Int32, tile_n: Int32, cta_table: Int32, stream):
         self.kernel(mLogits, mBias, mIds, mWeights, scale, mMeta, local_offset, num_local, tile_n,
-                    cta_table).launch(grid=[1, 1, 1], block=[WARP if self.one_token else THREADS, 1, 1],
+                    cta_table).launch(grid=[1, 1, 1], block=[self.tokens * WARP if self.tokens else THREADS, 1, 1],
                                       stream=stream, use_pdl=True)
 
     @cute.kernel
@@ -326,12 +328,23 @@ class _Routing:
                 bias = _load_lane(bias_address)
                 cute.arch.griddepcontrol_wait()
                 _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, self.renormalize)
-        elif const_expr(self.one_token):
+        elif const_expr(self.tokens == 1):
             bias = _load_lane(bias_address)
             cute.arch.griddepcontrol_wait()
             expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, 0, lane)
             _write_weights(mWeights, 0, lane, addresses, address, scale, self.renormalize)
             self.write_one_token_metadata(mMeta, lane, expert - local_offset, num_local, tile_n)
+        elif const_expr(self.tokens == 2):
+            sPicks = smem.allocate_tensor(Int32, cute.make_layout(2 * TOP_K), byte_alignment=16)
+            bias = _load_lane(bias_address)
+            cute.arch.griddepcontrol_wait()
+            expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
+            local = expert - local_offset
+            if lane < TOP_K:
+                sPicks[warp * TOP_K + lane] = local
+            cute.arch.sync_threads()
+            _write_weights(mWeights, warp, lane, addresses, address, scale, self.renormalize)
+            self.write_two_token_metadata(mMeta, sPicks, warp, lane, local, num_local, tile_n)
         else:
             sRoutes = smem.allocate_tensor(Int32, cute.make_layout(EXPERTS), byte_alignment=16)
             sWarpCtas = smem.allocate_tensor(Int32, cute.make_layout(WARPS), byte_alignment=16)
@@ -415,6 +428,44 @@ class _Routing:
         else:
             if lane < TOP_K:
                 mMeta[META_EXPANDED_TO_PERMUTED + lane] = Int32(PADDING)
+
+    @cute.jit
+    def write_two_token_metadata(self, mMeta: cute.Tensor, sPicks: cute.Tensor, token: Int32, lane: Int32,
+                                 local: Int32, num_local: Int32, tile_n: Int32):
+        """b = 2 and tile_n >= 2, on every lane of token ``token``'s warp: every picked local expert has one CTA.
+        From the other token's 8 picks (``sPicks``) and this token's (shuffles): whether the other token picked
+        this route's expert too (its count, and its rank for token 1), and the expert's CTA, the distinct picked
+        local experts below it: this token's, and the other token's that this one did not pick (a ballot).
+        Token 0's last lane writes the totals, quarter 0 the -1 of a route to another rank's expert."""
+        pick = lane % TOP_K
+        other = (1 - token) * TOP_K
+        others = [sPicks[other + j] for j in range(TOP_K)]
+        own = [cute.arch.shuffle_sync(local, j) for j in range(TOP_K)]
+        mirrored = sPicks[other + pick]
+        duplicate = Int32(0)
+        for j in cutlass.range_constexpr(TOP_K):
+            duplicate = duplicate | _select(own[j] == mirrored, Int32(1), Int32(0))
+        duplicates = Uint32(cute.arch.vote_ballot_sync((lane < TOP_K) & (duplicate != 0)))
+        cta = Int32(0)
+        shared = Int32(0)
+        for j in cutlass.range_constexpr(TOP_K):
+            cta = cta + _select((own[j] >= 0) & (own[j] < num_local) & (own[j] < local), Int32(1), Int32(0))
+            fresh = ((duplicates >> j) & Uint32(1)) == Uint32(0)
+            cta = cta + _select((others[j] >= 0) & (others[j] < num_local) & (others[j] < local) & fresh,
+                                Int32(1), Int32(0))
+            shared = shared | _select(others[j] == local, Int32(1), Int32(0))
+        own_ctas = cute.arch.vote_ballot_sync((lane < TOP_K) & (local >= 0) & (local < num_local))
+        other_ctas = cute.arch.vote_ballot_sync((lane < TOP_K) & (mirrored >= 0) & (mirrored < num_local)
+                                                & (duplicate == 0))
+        if token == 0 and lane == WARP - 1:
+            ctas = Int32(cute.arch.popc(own_ctas)) + Int32(cute.arch.popc(other_ctas))
+            mMeta[META_PADDED_TOKENS] = ctas * tile_n
+            mMeta[META_NUM_CTAS] = ctas
+        if local >= 0 and local < num_local:
+            self.write_route(mMeta, token, lane, local, 1 + shared, shared * token, cta, tile_n)
+        else:
+            if lane < TOP_K:
+                mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + lane] = Int32(PADDING)
 
     @cute.jit
     def write_route(self, mMeta: cute.Tensor, token: Int32, lane: Int32, local: Int32, count: Int32, rank: Int32,
@@ -519,11 +570,11 @@ def _refuse_during_capture():
                            "capture; call kernel.routing.prepare() before capturing")
 
 
-def compile_routing(metadata: bool, renormalize: bool, options: str = "", one_token: bool = False):
+def compile_routing(metadata: bool, renormalize: bool, options: str = "", tokens: int = 0):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
     16-byte aligned logits, bias and metadata. Its arguments are the torch tensors (and numbers) of
     ``route``; it runs on the current stream of the logits' device."""
-    return compile_variant(_Routing(metadata, renormalize, one_token), options)
+    return compile_variant(_Routing(metadata, renormalize, tokens), options)
 
 
 def compile_variant(variant, options: str = ""):
@@ -548,7 +599,7 @@ def compile_variant(variant, options: str = ""):
     return cute.compile(launcher, *args, options=" ".join(["--enable-tvm-ffi", options]).strip())
 
 
-def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a", one_token: bool = False):
+def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a", tokens: int = 0):
     """(PTX text, cubin bytes) of one variant compiled for ``arch``; needs no GPU. Each call dumps into a
     fresh folder under build/, so parallel test processes never read each other's files."""
     root = Path(__file__).resolve().parents[1] / "build"
@@ -557,53 +608,53 @@ def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a", o
         if any(ch.isspace() for ch in folder):
             raise RuntimeError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
         fn = compile_routing(metadata, renormalize, f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}",
-                             one_token)
+                             tokens)
         ptx, cubin = fn.__ptx__, fn.__cubin__
     if not isinstance(ptx, str) or ".entry" not in ptx or not isinstance(cubin, bytes):
         raise RuntimeError("the DSL kept no PTX or cubin")
     return ptx, cubin
 
 
-# (metadata, one_token) of each kernel route launches: one_token (b = 1, one warp) with metadata only.
-KERNELS = ((False, False), (True, False), (True, True))
-# (metadata, renormalize, one_token) of every compiled variant.
-VARIANT_KEYS = tuple((metadata, renormalize, one_token) for metadata, one_token in KERNELS
+# (metadata, tokens) of each kernel route launches: with metadata, tokens 1 and 2 for b = 1 and 2 (kernel_tokens).
+KERNELS = ((False, 0), (True, 0), (True, 1), (True, 2))
+# (metadata, renormalize, tokens) of every compiled variant.
+VARIANT_KEYS = tuple((metadata, renormalize, tokens) for metadata, tokens in KERNELS
                      for renormalize in (False, True))
 _compiled = {}
 _launched_on = set()
 _lock = threading.Lock()
 
 
-def compiled_routing(metadata: bool, renormalize: bool, one_token: bool = False):
+def compiled_routing(metadata: bool, renormalize: bool, tokens: int = 0):
     """The compiled variant, compiled once per process."""
-    key = (bool(metadata), bool(renormalize), bool(one_token))
+    key = (bool(metadata), bool(renormalize), int(tokens))
     with _lock:
         if key not in _compiled:
-            _compiled[key] = compile_routing(key[0], key[1], one_token=key[2])
+            _compiled[key] = compile_routing(key[0], key[1], tokens=key[2])
         return _compiled[key]
 
 
-def uses_one_token_kernel(with_metadata: bool, rows: int) -> bool:
-    """Whether ``route`` launches the one-warp kernel: with metadata at b = 1."""
-    return with_metadata and rows == 1
+def kernel_tokens(with_metadata: bool, rows: int, tile_n: int) -> int:
+    """The ``tokens`` of the kernel ``route`` launches: with metadata, 1 at b = 1, and 2 at b = 2 with a tile of
+    2 or more (each picked expert's tokens then fill one CTA); else 0, the kernel for any b."""
+    return rows if with_metadata and (rows == 1 or (rows == 2 and tile_n >= 2)) else 0
 
 
 def prepare(renormalize: bool = True):
-    """Compile the variants ``route`` uses (without metadata; with it, for one token and for more) and, where a
-    CUDA device is present, launch each once on the current device, so that a later CUDA graph capture
-    compiles and loads nothing."""
-    for metadata, one_token in KERNELS:
-        compiled_routing(metadata, renormalize, one_token)
+    """Compile the variants ``route`` uses (KERNELS) and, where a CUDA device is present, launch each once on
+    the current device, so that a later CUDA graph capture compiles and loads nothing."""
+    for metadata, tokens in KERNELS:
+        compiled_routing(metadata, renormalize, tokens)
     if torch.cuda.is_available():
         device = torch.device("cuda", torch.cuda.current_device())
         bias = torch.zeros(EXPERTS, dtype=torch.float32, device=device)
-        metadata = torch.empty(metadata_size(1), dtype=torch.int32, device=device)
-        for rows in (1, 2):
+        for rows, tile_n in ((1, 1), (2, 1), (2, TOP_K)):
             logits = torch.zeros((rows, EXPERTS), dtype=torch.float32, device=device)
             ids = torch.empty((rows, TOP_K), dtype=torch.int32, device=device)
             weights = torch.empty((rows, TOP_K), dtype=torch.float32, device=device)
+            metadata = torch.empty(metadata_size(tile_n), dtype=torch.int32, device=device)
             route(logits, bias, ids, weights, 1.0, renormalize)
-            route(logits, bias, ids, weights, 1.0, renormalize, metadata, 0, EXPERTS, 1)
+            route(logits, bias, ids, weights, 1.0, renormalize, metadata, 0, EXPERTS, tile_n)
         torch.cuda.synchronize(device)
 
 
@@ -626,16 +677,16 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     contract.check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                              num_local_experts, tile_n)
     with_metadata = metadata is not None
-    single = uses_one_token_kernel(with_metadata, logits.shape[0])
-    if (with_metadata, renormalize, single, logits.device.index) not in _launched_on:
+    tokens = kernel_tokens(with_metadata, logits.shape[0], int(tile_n))
+    if (with_metadata, renormalize, tokens, logits.device.index) not in _launched_on:
         _refuse_during_capture()
     # No tensor in the cache: it would keep the caller's buffers alive.
     metadata_scalars = (int(local_expert_offset), int(num_local_experts), int(tile_n),
                         contract.cta_table(int(tile_n))) if with_metadata else ()
-    call = (compiled_routing(with_metadata, renormalize, single), contract.scale_f32(scale), metadata_scalars,
+    call = (compiled_routing(with_metadata, renormalize, tokens), contract.scale_f32(scale), metadata_scalars,
             logits.device.index)
     _launch(call, logits, bias, ids, weights, metadata)
-    _launched_on.add((with_metadata, renormalize, single, logits.device.index))
+    _launched_on.add((with_metadata, renormalize, tokens, logits.device.index))
     _checked.add(key, call)
 
 

@@ -197,7 +197,7 @@ def cpu_kernel(monkeypatch):
     monkeypatch.setattr(predicate, "_devices", lambda tensors: None)
     monkeypatch.setattr(contract, "_check_devices", lambda tensors: None)
     monkeypatch.setattr(routing, "compiled_routing",
-                        lambda metadata, renormalize, one_token: _model_launch(renormalize))
+                        lambda metadata, renormalize, tokens: _model_launch(renormalize))
     monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
 
 

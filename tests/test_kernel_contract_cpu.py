@@ -222,7 +222,7 @@ def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_calle
     launched = []
     monkeypatch.setattr(routing, "_checked", contract.CheckedCalls())
     monkeypatch.setattr(routing.contract, "check_arguments", lambda *args: None)
-    monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize, one_token: lambda *a: launched.append(a))
+    monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize, tokens: lambda *a: launched.append(a))
     monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
     args = valid()
     routing.route(**args)

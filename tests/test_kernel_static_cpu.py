@@ -1,9 +1,10 @@
 """The routing kernel compiled for sm_90a without a GPU: its PTX and SASS read statically.
 
-Every variant (metadata x renormalize, and with metadata the one-token kernel) must compile and pass every check of properties/codegen/checks.py: its
-float arithmetic is exactly the Triton oracle's (the same expression trees, ex2.approx.f32 without .ftz,
-div.full.f32, no fma), the bias loads precede ``griddepcontrol.wait`` and the logits loads follow it, and the
-variant without metadata has no lane-dependent branch after the wait. Each check, called through ``CHECKS`` as the gate and
+Every variant (metadata x renormalize, and with metadata the kernels of b = 1 and 2) must compile and pass
+every check of properties/codegen/checks.py: its float arithmetic is exactly the Triton oracle's (the same
+expression trees, ex2.approx.f32 without .ftz, div.full.f32, no fma), the bias loads precede
+``griddepcontrol.wait`` and the logits loads follow it, and the variant without metadata has no lane-dependent
+branch after the wait. Each check, called through ``CHECKS`` as the gate and
 the mutant probe call it, is also shown to fail on a hand-edited copy of the real PTX, SASS or resource usage
 (properties/mutants/catalog.py edits the kernel's source instead).
 """
@@ -20,7 +21,7 @@ from properties.codegen.checks import CHECKS, VARIANTS, compiled
 from kernel.network import SORT8
 
 
-@pytest.fixture(params=VARIANTS, ids=lambda v: f"metadata={v[0]}-renormalize={v[1]}-one_token={v[2]}")
+@pytest.fixture(params=VARIANTS, ids=lambda v: f"metadata={v[0]}-renormalize={v[1]}-tokens={v[2]}")
 def variant(request):
     return compiled(*request.param)
 

@@ -45,8 +45,8 @@ STAGES = (
                      "the wait, -1 rows of routes to other ranks' experts, shared atomics, a barrier and the "
                      "weights (the weights first from b = 5); no expert metadata"),
     ("no padding", True, "+ every expert's CTAs, permuted rows and route rows, without the padding rows"),
-    ("cute_meta", True, "+ the padding rows: the kernel with metadata (at b = 1 route launches its one-warp "
-                        "kernel instead, which the bench times)"),
+    ("cute_meta", True, "+ the padding rows: the kernel with metadata (at b = 1, and b = 2 with tiles of 2 or "
+                        "more, route launches its b-warp kernels instead, which the bench times)"),
 )
 STAGE_NAMES = tuple(name for name, _, _ in STAGES)
 

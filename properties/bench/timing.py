@@ -166,7 +166,7 @@ def eager_parts(problem, calls):
     key = contract.signature(*args)
     checked = contract.CheckedCalls()
     checked.add(key, "entry")
-    fn = routing.compiled_routing(True, renormalize, routing.uses_one_token_kernel(True, logits.shape[0]))
+    fn = routing.compiled_routing(True, renormalize, routing.kernel_tokens(True, logits.shape[0], tile_n))
     ffi_args = (logits, bias, ids, weights, contract.scale_f32(scale), metadata, offset, count, tile_n,
                 contract.cta_table(tile_n))
     signature = _median(_means_us(lambda: contract.signature(*args), calls))
@@ -201,10 +201,10 @@ def resources(rec, problem):
     """Registers, shared, local memory and stack of each kernel's binary (cuobjdump): the CuTe variants
     compiled for sm_90a, the Triton kernel as launched on ``problem``'s tensors, FlashInfer's library."""
     out = {}
-    for name, metadata, single in (("cute", False, False), ("cute_meta", True, False),
-                                   ("cute_meta, b = 1 (one warp)", True, True)):
-        out[name] = rec.attempt(f"resources {name}", lambda m=metadata, o=single: resource_usage(
-            routing.compile_artifacts(m, True, one_token=o)[1]))
+    for name, metadata, tokens in (("cute", False, 0), ("cute_meta", True, 0), ("cute_meta, b = 1", True, 1),
+                                   ("cute_meta, b = 2", True, 2)):
+        out[name] = rec.attempt(f"resources {name}", lambda m=metadata, t=tokens: resource_usage(
+            routing.compile_artifacts(m, True, tokens=t)[1]))
     if problem is None:
         out["triton"] = {"error": "no problem was set up, so no Triton kernel was launched"}
     else:

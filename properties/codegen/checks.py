@@ -24,7 +24,7 @@ from oracles.ptx.reader import parse
 from oracles.triton_codegen import PARAMS as TRITON_PARAMS
 from oracles.triton_codegen import compile_ptx as triton_ptx
 
-VARIANTS = routing.VARIANT_KEYS  # (metadata, renormalize, one_token)
+VARIANTS = routing.VARIANT_KEYS  # (metadata, renormalize, tokens)
 # The kernel's parameters in PTX order, named as the Triton oracle's are (mLogits -> logits).
 PARAMS = tuple(re.sub(r"^m(?=[A-Z])", "", name).lower()
                for name in list(inspect.signature(routing._Routing.kernel).parameters)[1:])
@@ -36,11 +36,10 @@ MAX_REGISTERS = 255
 CONSTANTS = {"ZERO": 0.0, "ONE": 1.0, "LOG2E": float(np.log2(np.e)), "RENORM_EPS": 1e-15}
 
 
-def compile_variant(metadata, renormalize, one_token=False):
+def compile_variant(metadata, renormalize, tokens=0):
     """One variant compiled for sm_90a: its PTX and cubin."""
-    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize, one_token=one_token)
-    return {"metadata": metadata, "renormalize": renormalize, "one_token": one_token, "ptx": ptx_text,
-            "cubin": cubin}
+    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize, tokens=tokens)
+    return {"metadata": metadata, "renormalize": renormalize, "tokens": tokens, "ptx": ptx_text, "cubin": cubin}
 
 
 def read_cubin(variant):
@@ -49,9 +48,9 @@ def read_cubin(variant):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(metadata, renormalize, one_token=False):
+def compiled(metadata, renormalize, tokens=0):
     """One variant compiled for sm_90a: its PTX, cubin, SASS and resource usage."""
-    return read_cubin(compile_variant(metadata, renormalize, one_token))
+    return read_cubin(compile_variant(metadata, renormalize, tokens))
 
 
 # ---------------------------------------------------------------------------------------------- float path

@@ -11,13 +11,13 @@ from properties.codegen.checks import BIAS_PARAM, LOGITS_PARAM, VARIANTS, compil
 PARAM_NAMES = {LOGITS_PARAM: "logits", BIAS_PARAM: "bias"}
 
 
-def describe(metadata, renormalize, one_token):
-    variant = compiled(metadata, renormalize, one_token)
+def describe(metadata, renormalize, tokens):
+    variant = compiled(metadata, renormalize, tokens)
     text = variant["ptx"]
     loads = ", ".join(f"{'+'.join(PARAM_NAMES.get(p, str(p)) for p in sorted(load.params))}:"
                       f"{'before' if load.before_wait else 'after'}" for load in flow.global_loads(text))
     return "\n".join([
-        f"metadata={metadata} renormalize={renormalize} one_token={one_token}",
+        f"metadata={metadata} renormalize={renormalize} tokens={tokens}",
         f"  float ops: {dict(Counter(op.opcode for op in float_ops(text)))}",
         f"  global loads vs wait: {loads}",
         f"  branches after wait: {len(flow.branches_after_wait(text))}",

@@ -178,17 +178,32 @@ KERNEL_MUTANTS = (
     _mutant("one_token_cta_counts_itself", "b = 1: an expert's CTA counts the expert itself among the picked ones "
             "below it", (DIFFERENTIAL,), (R, "& (other < local)", "& (other <= local)")),
     _mutant("one_token_totals_count_foreign", "b = 1: the CTA total counts the routes to other ranks' experts too",
-            (DIFFERENTIAL,), (R, "vote_ballot_sync((lane < TOP_K) & (local >= 0) & (local < num_local))",
-                              "vote_ballot_sync(lane < TOP_K)")),
+            (DIFFERENTIAL,), (R, "popc(cute.arch.vote_ballot_sync((lane < TOP_K) & (local >= 0) & "
+                                 "(local < num_local))))",
+                              "popc(cute.arch.vote_ballot_sync(lane < TOP_K)))")),
     _mutant("one_token_foreign_route_zero", "b = 1: a route to another rank's expert mapped to row 0 instead of -1",
             (DIFFERENTIAL,), (R, "mMeta[META_EXPANDED_TO_PERMUTED + lane] = Int32(PADDING)",
                               "mMeta[META_EXPANDED_TO_PERMUTED + lane] = Int32(0)")),
     _mutant("one_token_local_range_inclusive", "b = 1: the expert just past the local range counted as local",
             (DIFFERENTIAL,), (R, "if local >= 0 and local < num_local:\n            self.write_route(mMeta, Int32(0)",
                               "if local >= 0 and local <= num_local:\n            self.write_route(mMeta, Int32(0)")),
-    _mutant("one_token_kernel_for_two_rows", "with metadata the one-warp kernel of b = 1 launched at b = 2 too (its "
-            "second row is never routed)", (DIFFERENTIAL,),
-            (R, "return with_metadata and rows == 1", "return with_metadata and rows <= 2")),
+    _mutant("two_token_kernel_at_tile_1", "b = 2: the two-warp kernel launched at tile 1 too, where an expert both "
+            "tokens picked needs two CTAs", (DIFFERENTIAL,),
+            (R, "(rows == 2 and tile_n >= 2)", "(rows == 2 and tile_n >= 1)")),
+    _mutant("token_kernels_at_b_3", "b = 3 sent to a kernel of 3 warps, which has no such path (it takes the "
+            "256-thread one's with 96 threads)", (DIFFERENTIAL,),
+            (R, "(rows == 2 and tile_n >= 2)", "(rows in (2, 3) and tile_n >= 2)")),
+    _mutant("two_token_cta_counts_duplicates", "b = 2: an expert both tokens picked counted twice in the CTAs below",
+            (DIFFERENTIAL,), (R, "(others[j] < local) & fresh,", "(others[j] < local),")),
+    _mutant("two_token_rank_of_token_0", "b = 2: token 0 ranked after token 1 on an expert both picked",
+            (DIFFERENTIAL,), (R, "1 + shared, shared * token,", "1 + shared, shared,")),
+    _mutant("two_token_count_one", "b = 2: an expert both tokens picked counted as one token's", (DIFFERENTIAL,),
+            (R, "1 + shared, shared * token,", "Int32(1), shared * token,")),
+    _mutant("two_token_totals_count_duplicates", "b = 2: the CTA total counts an expert both tokens picked twice",
+            (DIFFERENTIAL,), (R, "& (duplicate == 0))", ")")),
+    _mutant("two_token_foreign_route_zero", "b = 2: a route to another rank's expert mapped to row 0 instead of -1",
+            (DIFFERENTIAL,), (R, "mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + lane] = Int32(PADDING)",
+                              "mMeta[META_EXPANDED_TO_PERMUTED + token * TOP_K + lane] = Int32(0)")),
     # ---- programmatic dependent launch
     _mutant("logits_before_wait", "without metadata the row is routed (logits loaded) before griddepcontrol.wait",
             (STATIC,),

@@ -256,11 +256,11 @@ def static(first_kill):
 
     evidence = [f"constants: {problem}" for problem in codegen_checks.constant_problems()]
     raised, digests = [], {}
-    for metadata, renormalize, one_token in codegen_checks.VARIANTS:
+    for metadata, renormalize, tokens in codegen_checks.VARIANTS:
         if evidence and first_kill:
             break
-        variant = codegen_checks.compile_variant(metadata, renormalize, one_token)  # a compile error ends the probe
-        where = f"metadata={metadata} renormalize={renormalize} one_token={one_token}"
+        variant = codegen_checks.compile_variant(metadata, renormalize, tokens)  # a compile error ends the probe
+        where = f"metadata={metadata} renormalize={renormalize} tokens={tokens}"
         digests[where] = ptx_digest(variant["ptx"])
         for checks in (codegen_checks.PTX_CHECKS, codegen_checks.CUBIN_CHECKS):
             if evidence and first_kill:
