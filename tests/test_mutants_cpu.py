@@ -79,6 +79,27 @@ def test_the_real_kernel_passes_the_static_tier_and_the_equivalent_edits_escape_
         outcome = outcomes[(mutant.name, STATIC)]
         assert outcome.error is None and outcome.killed is False, (mutant.name, outcome.error, outcome.evidence)
         assert (outcome.ptx == real.ptx) == mutant.same_ptx, mutant.name
+        assert outcome.launches == real.launches, mutant.name
+
+
+LAUNCH_MUTANTS = ("two_token_kernel_at_tile_1", "token_kernels_at_b_3")
+
+
+def test_a_mutant_of_what_route_launches_keeps_the_ptx_but_is_not_equivalent():
+    """The kernel choice is host code: its mutants compile to the real kernel's PTX, and only the digest of what
+    route launches for each call shape tells them from an equivalent edit (the H100 gate at f189379 failed them)."""
+    mutants = [m for m in CATALOG if m.name in LAUNCH_MUTANTS]
+    outcomes = runner._pool_run([(None, STATIC, ())] + [(m, STATIC, ()) for m in mutants], 2, print)
+    real = outcomes[("real", STATIC)]
+    assert real.launches and len(mutants) == len(LAUNCH_MUTANTS)
+    for mutant in mutants:
+        outcome = outcomes[(mutant.name, STATIC)]
+        assert outcome.ptx == real.ptx and outcome.launches != real.launches, mutant.name
+    failures, _ = runner.verdicts(mutants, (STATIC,), outcomes)
+    assert not [f for f in failures if "equivalent" in f], failures
+    same = {**outcomes, (mutants[0].name, STATIC): real}
+    failures, _ = runner.verdicts(mutants[:1], (STATIC,), same)
+    assert [f for f in failures if "equivalent" in f], failures
 
 
 @pytest.mark.parametrize("mutant", STATIC_MUTANTS, ids=lambda m: m.name)

@@ -21,8 +21,8 @@ replay (GPU): the cases in --case; killed means the kernel's outputs differ from
 contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py: every targeted call, the
 checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors; killed means
 route treated a call otherwise than the contract's predicate says.
-The static result also holds each variant's PTX digest, so the runner can tell a mutant that compiles to the
-real kernel.
+The static result also holds each variant's PTX digest and the digest of what route launches for each call shape,
+so the runner can tell a mutant that compiles to the real kernel and launches it alike.
 
 Every case is a RoutingCase run through the engine (properties/engine/device.py: outputs poisoned in buffers
 larger than the contract's, compared bit for bit); the minimal case is saved as a case file with the model's
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernel.layout import EXPERTS, MAX_TOKENS
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from oracles.numpy_model import route as model_route
 from oracles.provenance import REPO_ROOT
 from properties.engine import casefile
@@ -238,6 +238,16 @@ def ptx_digest(ptx_text):
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
+def launch_digest():
+    """sha256 of what ``route`` launches for every call shape: the kernel (``kernel_tokens``) for each mode, b
+    and tile, and the CTAs of the plain kernel for each b; host code, which no PTX shows."""
+    from kernel import routing
+
+    table = [[routing.kernel_tokens(metadata, rows, tile) for metadata in (False, True)
+              for tile in range(1, MAX_TILE + 1)] + [routing.plain_ctas(rows)] for rows in range(1, MAX_TOKENS + 1)]
+    return hashlib.sha256(json.dumps(table).encode()).hexdigest()
+
+
 def _problems(checks, variant, where):
     """(problems the checks report, checks that raised): a check that cannot read the code is no kill."""
     evidence, raised = [], []
@@ -268,7 +278,8 @@ def static(first_kill):
             found, errors = _problems(checks, variant if checks is codegen_checks.PTX_CHECKS
                                       else codegen_checks.read_cubin(variant), where)
             evidence, raised = evidence + found, raised + errors
-    return {"killed": bool(evidence), "evidence": evidence, "raised": raised, "case": None, "ptx_sha256": digests}
+    return {"killed": bool(evidence), "evidence": evidence, "raised": raised, "case": None, "ptx_sha256": digests,
+            "launches_sha256": launch_digest()}
 
 
 # ---------------------------------------------------------------------------------------------- contract

@@ -50,6 +50,7 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
     ptx: dict | None = None  # static tier: sha256 of each variant's PTX
+    launches: str | None = None  # static tier: sha256 of the kernel and grid route launches for each call shape
 
 
 def _probe_env(folder):
@@ -88,7 +89,7 @@ def run_probe(mutant, tier, extra=()):
         if rc == 0 and result.exists():
             data = json.loads(result.read_text())
             return Outcome(tier, data["killed"], data["evidence"], data.get("raised", []), data.get("case"), None,
-                           time.perf_counter() - started, data.get("ptx_sha256"))
+                           time.perf_counter() - started, data.get("ptx_sha256"), data.get("launches_sha256"))
         return Outcome(tier, None, [], [], None, f"probe exit {rc}; log tail:\n{log.read_text()[-LOG_TAIL:]}",
                        time.perf_counter() - started)
     finally:
@@ -114,14 +115,14 @@ def plan(mutants, tiers, all_static):
 
 def verdicts(mutants, tiers, outcomes):
     """(failures, rows): a failure for every error, every real-kernel kill, every declared tier (that ran)
-    which missed its mutant, every mutant that compiles to the real kernel's PTX, and every mutant no tier
-    killed when all tiers of its family ran."""
+    which missed its mutant, every mutant that compiles to the real kernel's PTX and launches it alike (the same
+    kernel and grid for every call shape), and every mutant no tier killed when all tiers of its family ran."""
     failures, rows = [], []
     for tier in tiers:
         real = outcomes[("real", tier)]
         if real.error or real.killed or real.raised:
             failures.append(f"the real kernel fails the {tier} tier: {real.error or real.evidence[:5] or real.raised[:5]}")
-    real_ptx = outcomes[("real", STATIC)].ptx if ("real", STATIC) in outcomes else None
+    real_static = outcomes.get(("real", STATIC))
     for mutant in mutants:
         ran = {tier: outcomes[(mutant.name, tier)] for tier in tiers if (mutant.name, tier) in outcomes}
         failures += [f"{mutant.name} ({tier}): {o.error}" for tier, o in ran.items() if o.error]
@@ -131,8 +132,10 @@ def verdicts(mutants, tiers, outcomes):
             failures.append(f"{mutant.name}: declared killed by {missed}, which did not kill it"
                             + (f" ({raised} raised: {[ran[t].raised[0] for t in raised]}; a raise is not a kill)"
                                if raised else ""))
-        if real_ptx and STATIC in ran and ran[STATIC].ptx == real_ptx:
-            failures.append(f"{mutant.name}: compiles to the real kernel's PTX, so nothing can kill it (equivalent)")
+        if real_static and real_static.ptx and STATIC in ran and \
+                (ran[STATIC].ptx, ran[STATIC].launches) == (real_static.ptx, real_static.launches):
+            failures.append(f"{mutant.name}: compiles to the real kernel's PTX and launches it alike, so nothing can "
+                            "kill it (equivalent)")
         killed_by = [tier for tier, o in ran.items() if o.killed]
         if set(mutant.tiers) <= set(tiers) and not killed_by:
             failures.append(f"{mutant.name}: survived every tier")
