@@ -1,6 +1,6 @@
 """The phase breakdown's parts without a GPU: its whole-kernel stages are the kernel (the same PTX but for the
-entry's name), every stage compiles, the table's arithmetic, the CLI's one-line refusals, and the committed
-record's table in the results README."""
+entry's name), every stage compiles, the table's arithmetic, the CLI's one-line refusals, and each committed
+H200 record's table in the results README."""
 
 import json
 import re
@@ -15,7 +15,7 @@ from properties.bench import breakdown
 _ENTRY = re.compile(r"\.entry\s+(\w+)\(")
 ROOT = Path(routing.__file__).resolve().parents[1]
 BUILD = ROOT / "build"
-RECORD = ROOT / "properties" / "results" / "breakdown-h200-f3d1241.json"
+H200_RECORDS = sorted((ROOT / "properties" / "results").glob("breakdown-h200-*.json"))
 
 
 def _stage_ptx(name, metadata):
@@ -71,8 +71,13 @@ def test_the_table_cli_refuses_a_file_that_is_not_a_breakdown_record(tmp_path, c
     assert "| floor | does floor | 0.50 | error |" in capsys.readouterr().out
 
 
-def test_the_results_readme_holds_the_committed_records_table():
-    record = json.loads(RECORD.read_text())
+def test_there_are_committed_h200_breakdown_records():
+    assert len(H200_RECORDS) >= 3, [path.name for path in H200_RECORDS]
+
+
+@pytest.mark.parametrize("path", H200_RECORDS, ids=lambda path: path.name)
+def test_the_results_readme_holds_each_h200_records_table(path):
+    record = json.loads(path.read_text())
     assert record["schema"] == breakdown.SCHEMA
     assert breakdown.table(record) in (ROOT / "properties" / "results" / "README.md").read_text(), \
-        f"the results README's breakdown table is stale: python -m properties.bench.breakdown --table {RECORD.name}"
+        f"the results README's breakdown table is stale: python -m properties.bench.breakdown --table {path.name}"
