@@ -36,9 +36,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # HYPOTHESIS_PROFILE (ci, dev, gate, gpu, nightly) and PYTEST_ARGS (e.g. "-k corpus", "--hypothesis-seed=N" with a
-# non-derandomized profile) reach both.
+# non-derandomized profile) reach both. `make test` runs the default tests (not the deep ones: properties/tools/depths.py).
 test: $(STAMP)
-	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) -m "not deep" $(PYTEST_ARGS)
 
 # reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
 # bench whatever they returned ($(call and_report,ARGS) keeps their exit status), or alone by `make report`.
@@ -49,20 +49,27 @@ report: $(STAMP)
 
 # VERIFY_IMPL="NAME=MODULE:ATTR NAME=PATH.py:ATTR" adds plug-ins (properties/engine/plugins.py) to the tests.
 # `make verify`: the gate (profile "gate" on a GPU, "ci" without; GATE_ARGS e.g. "--workers-per-gpu 8").
-# `make verify-nightly`: the gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples), then
-# the soak (SOAK_ARGS, default 10^9 rows); both run, and it fails if either does.
+# `make verify-deep`: the deep tests alone (the mutant kill tables, the slow end-to-end self-tests:
+# properties/tools/depths.py); on a GPU its kill table goes to reports/mutants.json.
+# `make verify-nightly`: the default gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples),
+# the deep tests, then the soak (SOAK_ARGS, default 10^9 rows); all three run, and it fails if any does.
 GATE_ARGS ?=
 NIGHTLY_PROFILE ?= gpu
-.PHONY: verify-nightly
+.PHONY: verify-deep verify-nightly
 verify: $(STAMP)
 	VERIFY_IMPL="$(VERIFY_IMPL)" $(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
+verify-deep: $(STAMP)
+	$(PY) -m properties.tools.gate --deep $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
+	  $(call and_report)
+
 verify-nightly: $(STAMP) flashinfer-oracle
 	$(PY) -m properties.tools.gate --profile $(NIGHTLY_PROFILE) $(GATE_ARGS) -- $(PYTEST_ARGS); gate=$$?; \
+	  $(PY) -m properties.tools.gate --deep --reports reports/deep $(GATE_ARGS) -- $(PYTEST_ARGS); deep=$$?; \
 	  $(PY) -m properties.soak $(SOAK_ARGS); soak=$$?; \
 	  $(PY) -m properties.report $(REPORT_ARGS) || true; \
-	  test $$gate -eq 0 && test $$soak -eq 0
+	  test $$gate -eq 0 && test $$deep -eq 0 && test $$soak -eq 0
 
 # CI: the wheel installs every subpackage and data file. Built here, installed into a fresh venv that sees
 # this venv's packages (no download), imported from outside the checkout, and used to replay a corpus case.

@@ -14,7 +14,7 @@ from hypothesis import settings
 
 from oracles.fpenv import assert_subnormals_kept
 from oracles.provenance import cuda_reason
-from properties.tools import profiles, progress
+from properties.tools import depths, profiles, progress
 from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 
 # A library built with -ffast-math can switch FTZ/DAZ on for the whole process; every float comparison
@@ -107,7 +107,11 @@ def pytest_xdist_node_collection_finished(node, ids):
         _session["progress"].set_collected(len(ids))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m deselects by marker
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if depths.is_deep(item.nodeid):
+            item.add_marker(pytest.mark.deep)
     items.sort(key=lambda item: "long" not in item.keywords)  # stable: the long tests first, each in its order
     reason = cuda_reason()
     if reason is None:

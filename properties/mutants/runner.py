@@ -18,8 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oracles import provenance
 from oracles.provenance import REPO_ROOT, cuda_reason, utc_now
 from properties.engine import casefile
+from properties.mutants import freshness
 from properties.mutants.catalog import (
     CATALOG,
     CPU_TIERS,
@@ -189,6 +191,7 @@ def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT
     """Run the catalog; writes ``report`` (unless None) and returns its record (``verdict`` PASS or FAIL).
     With the GPU tier, the saved minimal cases are then replayed on the real kernel, which must match."""
     check_catalog()
+    inputs = freshness.inputs()  # before any probe runs: what these verdicts were made for
     gpu = cuda_reason() is None
     if tier == "auto":
         tier = "gpu" if gpu else "cpu"
@@ -210,13 +213,15 @@ def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT
         real = run_probe(None, "replay", ["--case", *cases])
         if real.error or real.killed:
             failures.append(f"the real kernel mismatches saved minimal cases: {real.error or real.evidence[:5]}")
+    environment = provenance.record(casefile.PACKAGES)
     record = {"verdict": "FAIL" if failures else "PASS", "tier": tier, "tiers_run": list(tiers),
               "seconds": round(time.perf_counter() - started, 1), "failures": failures,
               "real": {t: {"passed": outcomes[("real", t)].killed is False, "error": outcomes[("real", t)].error,
                            "evidence": outcomes[("real", t)].evidence[:6]} for t in tiers},
               "mutants": rows,
               "equivalent": [{"mutant": m.name, "description": m.description, "reason": m.reason} for m in EQUIVALENT],
-              "finished": utc_now()}
+              "finished": utc_now(), "gpu": environment["gpu"], "commit": environment["commit"],
+              "environment": environment, "inputs": inputs}
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
         Path(report).write_text(json.dumps(record, indent=1) + "\n")

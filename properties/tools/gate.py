@@ -1,7 +1,12 @@
 """`make verify`: run everything this machine can run, summarise per part, fail on any mismatch.
 
-    python -m properties.tools.gate [--require-gpu] [--reports DIR] [--profile NAME] [--workers-per-gpu N]
-                                    [-- PYTEST_ARGS...]
+    python -m properties.tools.gate [--deep] [--require-gpu] [--require-fresh] [--reports DIR] [--profile NAME]
+                                    [--workers-per-gpu N] [-- PYTEST_ARGS...]
+
+Depth: by default the tests not marked ``deep`` (every check that can catch a wrong kernel, oracle, model or
+harness change); --deep runs the tests marked ``deep`` alone (the mutant kill tables, the harness's slow
+end-to-end self-tests). The committed kill table (properties/mutants/freshness.py) is read either way and
+reported fresh or stale by name; with VERIFY_REQUIRE_FRESH=1 (or --require-fresh) a stale one fails the gate.
 
 Parts: the FlashInfer oracle build (nvcc; "not run" with the reason where nvcc or the sources are missing),
 on a GPU the oracles' import probes and the MUFU tables' provenance against this GPU (oracles/mufu/recheck.py),
@@ -36,6 +41,7 @@ from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.mufu import recheck
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
+from properties.mutants import freshness
 from properties.tools import gpu_groups, profiles, progress
 from properties.tools.args import OneLineParser
 
@@ -44,7 +50,9 @@ PROGRESS_FILE = "progress.jsonl"
 STOP_GRACE_S = 10  # after SIGTERM, pytest's process group gets this long before SIGKILL
 INTERRUPTS = (signal.SIGTERM, signal.SIGINT)
 INCOMPLETE = "INCOMPLETE"
-PARTS = ("flashinfer build", "oracle probes", "mufu tables", "tests")
+PARTS = ("flashinfer build", "oracle probes", "mufu tables", "kill table", "tests")
+DEEP = "deep"  # the marker of the deep tests
+DEPTHS = {False: f"not {DEEP}", True: DEEP}  # --deep -> the marker expression pytest selects with
 NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
 PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", "flashinfer-python", "hypothesis",
@@ -81,19 +89,36 @@ def _positive(text):
     return value
 
 
+def _env_flag(name):
+    """An environment switch: unset, "" or "0" is off, "1" on; anything else is refused in one line."""
+    value = os.environ.get(name, "")
+    if value not in ("", "0", "1"):
+        raise argparse.ArgumentTypeError(f"{name} must be 1 or 0 (or unset), got {value!r}")
+    return value == "1"
+
+
 def parse(argv):
     """(options, pytest arguments) of a command line; one line and exit 2 for anything unknown."""
     argv = list(sys.argv[1:] if argv is None else argv)
     pytest_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = OneLineParser(prog="gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--require-gpu", action="store_true", default=os.environ.get("VERIFY_REQUIRE_GPU") == "1")
+    parser.add_argument("--deep", action="store_true",
+                        help="run the deep tests (marked deep) instead of the default ones")
+    parser.add_argument("--require-gpu", action="store_true", default=None)
+    parser.add_argument("--require-fresh", action="store_true", default=None,
+                        help="fail when the committed kill table was made for other inputs (VERIFY_REQUIRE_FRESH=1)")
     parser.add_argument("--reports", type=_reports_folder, default=ROOT / "reports")
     parser.add_argument("--profile", default=None,
                         help=f"Hypothesis profile (default: {profiles.GATE_GPU} with a GPU, else {profiles.GATE_CPU})")
     parser.add_argument("--workers-per-gpu", type=_positive, default=None,
                         help="pytest-xdist workers per GPU (default: from the cores, properties/tools/gpu_groups.py)")
     args = parser.parse_args(argv)
+    try:
+        args.require_gpu = args.require_gpu or _env_flag("VERIFY_REQUIRE_GPU")
+        args.require_fresh = args.require_fresh or _env_flag("VERIFY_REQUIRE_FRESH")
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     args.profile = args.profile or (profiles.GATE_CPU if cuda_reason() else profiles.GATE_GPU)
     problem = profiles.problem(args.profile, profiles.seeded(pytest_args))
     if problem:
@@ -161,6 +186,19 @@ def check_mufu(gpu_reason):
     except Exception as exc:  # a sample that cannot be measured is a tier that cannot be trusted, not a crash
         holds, line = False, f"MUFU tables could not be sampled on this GPU: {type(exc).__name__}: {exc}"
     return {"ran": True, "failed": not holds, "why": line, "seconds": time.monotonic() - started}
+
+
+def check_kill_table(path=freshness.KILL_TABLE):
+    """The kill table part: {"ran", "failed", "fresh", "why", "seconds"} for the committed kill table against
+    this tree's inputs; "failed" is left to the verdict (a stale table fails only when freshness is required)."""
+    started = time.monotonic()
+    try:
+        table = json.loads(path.read_text()) if path.is_file() else None
+        fresh, line = freshness.status(table, freshness.inputs())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fresh, line = False, f"unreadable: {type(exc).__name__}: {exc}"
+    why = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {line}"
+    return {"ran": True, "failed": False, "fresh": fresh, "why": why, "seconds": time.monotonic() - started}
 
 
 def stop(proc):
@@ -232,9 +270,12 @@ def _ran_nothing(rc, summary):
     return rc in NOTHING_RAN_EXITS if summary is None else not summary["ran"]
 
 
-def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None, plugins=None):
+def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None, plugins=None,
+            kill_table=None, require_fresh=False):
     """The reasons this run fails (empty: it passes); a selection that ran no test is the last one."""
     reasons = []
+    if require_fresh and kill_table is not None and not kill_table["fresh"]:
+        reasons.append(f"kill table not fresh (VERIFY_REQUIRE_FRESH=1): {kill_table['why']}")
     if summary is None and rc not in NOTHING_RAN_EXITS:
         reasons.append(f"pytest ended with exit {rc} and wrote no report (crash)")
     if summary is not None:
@@ -271,11 +312,13 @@ def _part_row(name, part):
             f"{'':>8s} {'':>10s} {part['seconds']:8.1f}  {part['why']}")
 
 
-def table(summary, flashinfer, oracles, mufu=None, plugins=None):
+def table(summary, flashinfer, oracles, mufu=None, plugins=None, kill_table=None):
     head = f"{'part':20s} {'ran':>5s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'cases':>10s} {'seconds':>8s}  why not run"
     lines = [head, "-" * len(head), _part_row("flashinfer build", flashinfer)]
     if mufu is not None:
         lines.append(_part_row("mufu tables", mufu))
+    if kill_table is not None:
+        lines.append(_part_row("kill table", kill_table))
     for name, why in oracles.items():
         lines.append(f"{'oracle ' + name:20s} {'no':>5s} {'':>7s} {'':>7s} {'':>8s} {'':>10s} {'':>8s}  not run: {why}")
     for name, why in (plugins or {}).items():
@@ -324,8 +367,10 @@ def _run(args, pytest_args):
     gpus = 0 if gpu_reason else gpu_count()
     workers = "auto" if gpu_reason else gpu_groups.workers(gpus, os.cpu_count() or 1, args.workers_per_gpu)
     tier = "cpu" if gpu_reason else "cpu+gpu"
-    print(f"gate: tier {tier} ({gpu_reason or f'{gpus} GPUs'}), profile {args.profile}, {workers} workers, "
-          f"require GPU {args.require_gpu}", flush=True)
+    depth = "deep" if args.deep else "default"
+    print(f"gate: {depth} tests, tier {tier} ({gpu_reason or f'{gpus} GPUs'}), profile {args.profile}, "
+          f"{workers} workers, require GPU {args.require_gpu}, require a fresh kill table {args.require_fresh}",
+          flush=True)
     parts = {}  # name -> the part's result, as each finishes
     rc, summary, interrupted, plugins = None, None, None, {}
     with tempfile.TemporaryDirectory(dir=reports, prefix=".gate-") as tmp:
@@ -344,7 +389,12 @@ def _run(args, pytest_args):
                 parts["mufu tables"] = check_mufu(gpu_reason)
                 if not gpu_reason:
                     print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
-                selection = pytest_args + (["-m", "not gpu"] if parts["mufu tables"]["failed"] else [])
+                ticker.part = "kill table"
+                parts["kill table"] = check_kill_table()
+                print(f"gate: kill table: {parts['kill table']['why']}", flush=True)
+                selection = ["-m", DEPTHS[args.deep]] + pytest_args
+                if parts["mufu tables"]["failed"]:
+                    selection += ["-m", f"({DEPTHS[args.deep]}) and not gpu"]
                 ticker.part = "tests"
                 rc, summary = run_tests(scratch, args.profile, workers, selection, gpus)
                 parts["tests"] = summary
@@ -353,11 +403,11 @@ def _run(args, pytest_args):
             for handled in INTERRUPTS:  # the run is over: what follows only writes its report
                 signal.signal(handled, signal.SIG_IGN)
         seconds = time.monotonic() - started
-        base = {"tier": tier, "gpu": gpu_reason or "available", "hypothesis_profile": args.profile,
+        base = {"depth": depth, "tier": tier, "gpu": gpu_reason or "available", "hypothesis_profile": args.profile,
                 "pytest_args": pytest_args, "workers": workers, "pytest_exit": rc, "seconds": round(seconds, 1),
                 "require_gpu": args.require_gpu, "flashinfer_build": parts.get("flashinfer build"),
                 "oracles_not_run": parts.get("oracle probes"), "mufu_tables": parts.get("mufu tables"),
-                "plugins": plugins,
+                "plugins": plugins, "kill_table": parts.get("kill table"), "require_fresh": args.require_fresh,
                 "tests": summary, "environment": {**provenance.record(PACKAGES), "host": provenance.host()}}
         if interrupted is not None:
             so_far = progress.read(scratch / PROGRESS_FILE)
@@ -367,7 +417,7 @@ def _run(args, pytest_args):
                       "not_finished": [p for p in PARTS if p not in parts], **base}
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
-                              gpu_reason, parts["mufu tables"], plugins)
+                              gpu_reason, parts["mufu tables"], plugins, parts["kill table"], args.require_fresh)
             record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
         if (scratch / "junit.xml").is_file() and interrupted is None:
             shutil.move(scratch / "junit.xml", reports / "junit.xml.partial")
@@ -379,10 +429,11 @@ def _run(args, pytest_args):
         print(f"  not finished: {', '.join(record['not_finished'])}")
     else:
         print()
-        print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"], plugins))
+        print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"], plugins,
+                    parts["kill table"]))
         not_run = summary["gpu_checks_not_run"] if summary else "?"
-        print(f"\ntier: {tier} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
-              f"{seconds:.0f} s; reports in {reports}")
+        print(f"\n{depth} tests, tier {tier} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
+              f"{seconds:.0f} s wall; reports in {reports}")
     for reason in reasons:
         print(f"  {'FAIL' if interrupted is None else INCOMPLETE}: {reason}")
     print(f"verify: {record['verdict']}", flush=True)
