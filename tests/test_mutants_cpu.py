@@ -11,6 +11,7 @@ mutant's must differ from them.
 """
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,6 +229,25 @@ def test_a_metadata_fault_keeps_the_metadata_and_the_smallest_failing_tile(fake_
     result = mutant_probe.differential("fake_metadata", "one CTA too many from tile 3 on")
     case = casefile.read(result["case"]).case
     assert result["killed"] and case.b == 1 and case.tile_n == 3, result
+
+
+def test_a_known_killer_is_tried_first_and_the_sweep_runs_only_when_it_no_longer_kills(fake_gpu, monkeypatch):
+    fake_gpu(_flip_weights_of_rows_with_inf)
+    known = mutant_probe.differential("fake_weights", "")["case"]
+    swept = []
+    monkeypatch.setattr(mutant_probe, "case_plan", lambda *a: swept.append(1) or iter(()))
+    result = mutant_probe.differential("fake_weights", "", [known])
+    assert result["killed"] and not swept and result["evidence"][0].startswith("its saved case")
+    assert casefile.read(result["case"]).origin["first"] == f"saved case {Path(known).name}"
+    fake_gpu(_extra_cta_from_tile_3)  # another fault: the known case no longer mismatches, so the sweep runs
+    assert not mutant_probe.differential("fake_weights", "", [known])["killed"] and swept
+
+
+def test_the_runner_gives_a_differential_probe_its_committed_case_first():
+    name = SAVED_CASES[0].stem
+    mutant = next(m for m in CATALOG if m.name == name)
+    assert runner.known_killers(mutant, "differential") == ("--known", str(SAVED_CASES[0]))
+    assert runner.known_killers(mutant, STATIC) == ()
 
 
 def test_a_saved_case_whose_model_outputs_changed_is_refused(fake_gpu):

@@ -10,7 +10,8 @@ with no result (the runner reports it: a mutant must be killed by a check, not b
 
 static: every variant compiled for sm_90a through properties/codegen/checks.py (no GPU needed); with
 --first-kill it stops at the first variant that fails a check (the PTX read before the cubin).
-differential (GPU): the adversarial row families in batches of b = 1..8, both renormalize settings, scales
+differential (GPU): first the saved cases of --known (a mutant's known killers: a mismatch there is the kill,
+saved again with this kernel's outputs); else the adversarial row families in batches of b = 1..8, both renormalize settings, scales
 cycling through SCALE_BITS, each batch also with metadata (tiles cycling through TILES; local ranges of all
 experts, none of the picked ones, one picked expert, from the smallest pick on), against the NumPy model bit
 for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
@@ -179,11 +180,28 @@ def save_case(name, description, case, run, first, tried, steps):
     return path
 
 
-def differential(name, description):
-    """Sweep case_plan until the first mismatch; minimise it, save it, and check that the saved file
-    reproduces it."""
+def known_kill(name, description, paths):
+    """The first of the saved cases ``paths`` on which the imported kernel mismatches (a mutant's known killer:
+    one compile of the variant it needs instead of the sweep's every variant), saved again with this kernel's
+    outputs; None when none of them mismatches."""
+    for path in paths:
+        case = casefile.read(path).case
+        run = run_case(case)
+        if run.lines and run.error is None:
+            saved = save_case(name, description, case, run, f"saved case {Path(path).name}", 1, [])
+            evidence = [f"its saved case {Path(path).name} mismatches"] + run.lines[:MISMATCH_LINES]
+            return {"killed": True, "evidence": evidence, "raised": [], "case": str(saved)}
+    return None
+
+
+def differential(name, description, known=()):
+    """The known killers first (``known``: saved case files); else sweep case_plan until the first mismatch,
+    minimise it, save it, and check that the saved file reproduces it."""
     from kernel import routing
 
+    killed = known_kill(name, description, known)
+    if killed is not None:
+        return killed
     for renormalize in (True, False):
         routing.prepare(renormalize)
     tried = 0
@@ -311,6 +329,7 @@ def main(argv=None):
     parser.add_argument("--name", required=True)
     parser.add_argument("--description", default="")
     parser.add_argument("--case", nargs="*", default=(), help="replay: the case files")
+    parser.add_argument("--known", nargs="*", default=(), help="differential: saved cases to try before the sweep")
     parser.add_argument("--first-kill", action="store_true", help="static: stop at the first variant that fails")
     args = parser.parse_args(argv)
     _check_imported(args.kernel_dir)
@@ -318,7 +337,7 @@ def main(argv=None):
         if args.tier == "static":
             result = static(args.first_kill)
         elif args.tier == "differential":
-            result = differential(args.name, args.description)
+            result = differential(args.name, args.description, args.known)
         elif args.tier.startswith("contract-"):
             result = contract(args.tier == "contract-gpu")
         else:

@@ -22,6 +22,7 @@ from oracles import provenance
 from oracles.provenance import REPO_ROOT, cuda_reason, utc_now
 from properties.engine import casefile
 from properties.mutants import freshness
+from properties.mutants.probe import CORPUS_DIR
 from properties.mutants.catalog import (
     CATALOG,
     CPU_TIERS,
@@ -183,8 +184,16 @@ def _pool_run(work, jobs, log):
     return outcomes
 
 
+def known_killers(mutant, tier):
+    """The probe's extra arguments for ``mutant`` under ``tier``: for the differential tier, its committed minimal
+    case (probe.CORPUS_DIR) to try before the sweep."""
+    saved = CORPUS_DIR / f"{mutant.name}.json"
+    return ("--known", str(saved)) if tier == DIFFERENTIAL and saved.is_file() else ()
+
+
 def _jobs(jobs, work):
-    return jobs or max(1, min(len(work), os.cpu_count() or 1, 8))
+    """``jobs``, else one probe per core: each is a compiler process of its own."""
+    return jobs or max(1, min(len(work), os.cpu_count() or 1))
 
 
 def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT, log=print):
@@ -202,7 +211,7 @@ def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT
     if unknown:
         raise ValueError(f"--only: no mutant named {sorted(unknown)}; the catalog has {[m.name for m in CATALOG]}")
     mutants = [m for m in CATALOG if not only or m.name in only]
-    work = [(mutant, t, ()) for mutant, t in plan(mutants, tiers, all_static)]
+    work = [(mutant, t, known_killers(mutant, t)) for mutant, t in plan(mutants, tiers, all_static)]
     jobs = _jobs(jobs, work)
     log(f"mutants: {len(mutants)} mutants + the real kernel, tiers {list(tiers)}, {len(work)} probes, {jobs} at a time")
     started = time.perf_counter()
