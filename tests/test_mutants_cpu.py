@@ -247,7 +247,7 @@ def test_the_runner_gives_a_differential_probe_its_committed_case_first():
     name = SAVED_CASES[0].stem
     mutant = next(m for m in CATALOG if m.name == name)
     assert runner.known_killers(mutant, "differential") == ("--known", str(SAVED_CASES[0]))
-    assert runner.known_killers(mutant, STATIC) == ()
+    assert runner.known_killers(mutant, STATIC) == () and runner.known_killers(None, "differential") == ()
 
 
 def test_a_saved_case_whose_model_outputs_changed_is_refused(fake_gpu):
@@ -324,3 +324,50 @@ def test_a_declared_tier_that_only_raised_fails_the_run_and_says_so():
     failures, rows = runner.verdicts([mutant], (STATIC,), outcomes)
     assert len(failures) == 1 and "a raise is not a kill" in failures[0]
     assert rows[0]["raised_in"] == [STATIC] and "**raised** in static" in runner.table(rows)
+
+
+# ---------------------------------------------------------------------------------------------- reuse
+
+def test_a_mutants_definition_is_its_edit_and_changes_with_it():
+    mutant = next(m for m in CATALOG if m.name == "eps_1e-20")
+    assert runner.definition(mutant) == runner.definition(replace(mutant))
+    other = replace(mutant, edits=(replace(mutant.edits[0], new=mutant.edits[0].new.replace("1E3CE508", "1E3CE509")),))
+    assert runner.definition(other) != runner.definition(mutant)
+
+
+def _row(mutant, killed_by):
+    return {"mutant": mutant.name, "definition": runner.definition(mutant), "description": mutant.description,
+            "expected": sorted(mutant.kills), "killed_by": killed_by, "not_run": [], "raised_in": [], "case": None}
+
+
+def test_only_a_whole_kill_table_made_for_these_inputs_lends_its_killed_rows(monkeypatch):
+    first, second = CATALOG[0], CATALOG[1]
+    table = {"tier": "gpu", "inputs": {"kernel/routing.py": "a"},
+             "mutants": [_row(first, sorted(first.kills)), _row(second, [])]}
+    assert set(runner.reusable(table, {"kernel/routing.py": "a"})) == {first.name}
+    assert runner.reusable(table, {"kernel/routing.py": "b"}) == {}
+    assert runner.reusable({**table, "tier": "cpu"}, {"kernel/routing.py": "a"}) == {}
+
+
+def test_a_run_that_reuses_probes_only_the_real_kernel_and_the_mutants_it_cannot_reuse(monkeypatch, tmp_path):
+    mutants = [m for m in CATALOG if m.tiers == CONTRACT_TIERS][:2]
+    inputs = {"kernel/contract.py": "x"}
+    table = tmp_path / "table.json"
+    table.write_text(__import__("json").dumps({"tier": "gpu", "inputs": inputs,
+                                                "mutants": [_row(mutants[0], sorted(mutants[0].kills))]}))
+    probed = []
+
+    def pool_run(work, jobs, log):
+        probed.extend((m.name if m else "real", t) for m, t, _ in work)
+        return {(m.name if m else "real", t): runner.Outcome(t, m is not None, ["a breach"] if m else [])
+                for m, t, _ in work}
+
+    monkeypatch.setattr(runner, "_pool_run", pool_run)
+    monkeypatch.setattr(runner, "cuda_reason", lambda: None)
+    monkeypatch.setattr(runner.freshness, "inputs", lambda: inputs)
+    monkeypatch.setattr(runner.provenance, "record", lambda packages: {"gpu": "a GPU", "commit": "c"})
+    record = runner.run("gpu", [m.name for m in mutants], report=None, log=lambda line: None, reuse=table)
+    assert record["verdict"] == "PASS", record["failures"]
+    assert {name for name, _ in probed} == {"real", mutants[1].name}
+    assert [row["mutant"] for row in record["mutants"]] == [m.name for m in mutants]
+    assert record["mutants"][0]["reused"] and "reused" not in record["mutants"][1]

@@ -2,6 +2,7 @@
 catch every edit (the catalog: properties/mutants/catalog.py).
 
     python -m properties.mutants [--tier cpu|gpu|auto] [--only NAME ...] [--all] [--jobs N] [--report PATH]
+                                 [--reuse TABLE]
     python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
 
 ``--tier cpu`` runs the CPU tiers on the mutants that declare them: static for the kernel's mutants
@@ -63,8 +64,10 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")
     parser.add_argument("--all", action="store_true", help="CPU tier: run the static checks on every mutant")
     parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
-                        help="probes at a time (default: cores, at most 8)")
+                        help="probes at a time (default: one per core)")
     parser.add_argument("--report", type=types.output_file, default=runner.DEFAULT_REPORT)
+    parser.add_argument("--reuse", type=types.existing_file, default=None, metavar="TABLE",
+                        help="GPU tier: keep this kill table's rows for mutants whose edit and inputs are unchanged")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.only) - {m.name for m in CATALOG})
     if unknown:
@@ -77,7 +80,7 @@ def main(argv=None):
     if not any(mutant for mutant, _ in runner.plan(selected, tiers, args.all)):
         parser.error(f"{'--only ' + ' '.join(args.only) if args.only else 'the catalog'}: no mutant of the selection is run by --tier {tier} "
                      f"(tiers {', '.join(tiers)}; --all runs the static checks on every mutant)")
-    record = runner.run(args.tier, args.only, args.all, args.jobs, str(args.report))
+    record = runner.run(args.tier, args.only, args.all, args.jobs, str(args.report), reuse=args.reuse)
     if not ran_a_mutant(record):
         print("mutants: NOTHING RUN: no mutant was probed (exit 1)")
         return 1

@@ -8,6 +8,7 @@ not.
 """
 
 import concurrent.futures
+import hashlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ from properties.mutants.catalog import (
     TIERS,
     check_catalog,
     materialise,
+    mutated_sources,
 )
 
 DEFAULT_REPORT = REPO_ROOT / "reports" / "mutants.json"
@@ -116,6 +118,21 @@ def plan(mutants, tiers, all_static):
     return jobs
 
 
+def definition(mutant):
+    """sha256 of what ``mutant`` is: the kernel files it edits, as edited, and the tiers it declares."""
+    data = [mutant.name, sorted(mutant.kills), sorted(mutated_sources(mutant).items())]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
+def reusable(previous, inputs):
+    """{mutant: row} of a previous kill table's rows that hold for this tree: the table ran every tier for exactly
+    ``inputs`` (properties/mutants/freshness.py) and the row's mutant was killed by each tier it declares."""
+    if not previous or previous.get("tier") != "gpu" or previous.get("inputs") != inputs:
+        return {}
+    return {row["mutant"]: row for row in previous["mutants"]
+            if row.get("definition") and not row["not_run"] and set(row["expected"]) <= set(row["killed_by"])}
+
+
 def verdicts(mutants, tiers, outcomes):
     """(failures, rows): a failure for every error, every real-kernel kill, every declared tier (that ran)
     which missed its mutant, every mutant that compiles to the real kernel's PTX and launches it alike (the same
@@ -142,7 +159,7 @@ def verdicts(mutants, tiers, outcomes):
         killed_by = [tier for tier, o in ran.items() if o.killed]
         if set(mutant.tiers) <= set(tiers) and not killed_by:
             failures.append(f"{mutant.name}: survived every tier")
-        rows.append({"mutant": mutant.name, "description": mutant.description,
+        rows.append({"mutant": mutant.name, "definition": definition(mutant), "description": mutant.description,
                      "tiers": list(mutant.tiers), "expected": [t for t in mutant.tiers if t in mutant.kills],
                      "escapes": mutant.escapes,
                      "killed_by": killed_by, "not_killed_by": [t for t, o in ran.items() if o.killed is False],
@@ -185,10 +202,10 @@ def _pool_run(work, jobs, log):
 
 
 def known_killers(mutant, tier):
-    """The probe's extra arguments for ``mutant`` under ``tier``: for the differential tier, its committed minimal
-    case (probe.CORPUS_DIR) to try before the sweep."""
-    saved = CORPUS_DIR / f"{mutant.name}.json"
-    return ("--known", str(saved)) if tier == DIFFERENTIAL and saved.is_file() else ()
+    """The probe's extra arguments for ``mutant`` (None: the real kernel, which sweeps whole) under ``tier``: for the
+    differential tier, its committed minimal case (probe.CORPUS_DIR) to try before the sweep."""
+    saved = CORPUS_DIR / f"{mutant.name}.json" if mutant is not None else None
+    return ("--known", str(saved)) if tier == DIFFERENTIAL and saved and saved.is_file() else ()
 
 
 def _jobs(jobs, work):
@@ -196,9 +213,11 @@ def _jobs(jobs, work):
     return jobs or max(1, min(len(work), os.cpu_count() or 1))
 
 
-def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT, log=print):
+def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT, log=print, reuse=None):
     """Run the catalog; writes ``report`` (unless None) and returns its record (``verdict`` PASS or FAIL).
-    With the GPU tier, the saved minimal cases are then replayed on the real kernel, which must match."""
+    With the GPU tier, the saved minimal cases are then replayed on the real kernel, which must match. ``reuse``:
+    a previous kill table (a path) whose rows are kept, unprobed, for each mutant that is the same edit of the same
+    inputs (``reusable``); the real kernel always runs."""
     check_catalog()
     inputs = freshness.inputs()  # before any probe runs: what these verdicts were made for
     gpu = cuda_reason() is None
@@ -211,12 +230,19 @@ def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT
     if unknown:
         raise ValueError(f"--only: no mutant named {sorted(unknown)}; the catalog has {[m.name for m in CATALOG]}")
     mutants = [m for m in CATALOG if not only or m.name in only]
-    work = [(mutant, t, known_killers(mutant, t)) for mutant, t in plan(mutants, tiers, all_static)]
+    kept = reusable(json.loads(Path(reuse).read_text()), inputs) if reuse and tier == "gpu" else {}
+    kept = {m.name: {**kept[m.name], "reused": True} for m in mutants
+            if m.name in kept and kept[m.name]["definition"] == definition(m)}
+    probed = [m for m in mutants if m.name not in kept]
+    work = [(mutant, t, known_killers(mutant, t)) for mutant, t in plan(probed, tiers, all_static)]
     jobs = _jobs(jobs, work)
-    log(f"mutants: {len(mutants)} mutants + the real kernel, tiers {list(tiers)}, {len(work)} probes, {jobs} at a time")
+    log(f"mutants: {len(mutants)} mutants ({len(kept)} reused) + the real kernel, tiers {list(tiers)}, {len(work)} probes, "
+        f"{jobs} at a time")
     started = time.perf_counter()
     outcomes = _pool_run(work, jobs, log)
-    failures, rows = verdicts(mutants, tiers, outcomes)
+    failures, rows = verdicts(probed, tiers, outcomes)
+    by_name = {row["mutant"]: row for row in rows} | kept
+    rows = [by_name[m.name] for m in mutants]
     cases = [row["case"] for row in rows if row["case"]]
     if DIFFERENTIAL in tiers and cases:
         real = run_probe(None, "replay", ["--case", *cases])
