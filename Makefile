@@ -26,7 +26,7 @@ help: ## this table of every target
 	@echo '|---|---|'
 	@awk -F ':.*## ' '/^[a-z][a-z0-9-]*:.*## / { printf "| `make %s` | %s |\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 
-setup: $(STAMP) ## create .venv and install the package with its pins (every target below does it first)
+setup: $(STAMP) ## create .venv and install the package with its pins (every target that runs code does it first)
 
 $(STAMP): pyproject.toml
 	@if [ ! -x $(PY) ]; then \
