@@ -18,9 +18,15 @@ VENV_ON_SYSTEM = { $(PYTHON) -m venv --system-site-packages $(VENV) \
   && $(PYTHON) -c "import site; print(*site.getsitepackages(), sep=chr(10))" \
   > "$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/system-python.pth"
 
-.PHONY: setup verify test clean bench-model prove-primitives measure-mufu wheel-check
+.PHONY: help setup verify test clean bench-model prove-primitives measure-mufu wheel-check
 
-setup: $(STAMP)
+# Every target with a `## what it does` comment after its prerequisites, as the README's Markdown table.
+help: ## this table of every target
+	@echo '| target | what it does |'
+	@echo '|---|---|'
+	@awk -F ':.*## ' '/^[a-z][a-z0-9-]*:.*## / { printf "| `make %s` | %s |\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
+
+setup: $(STAMP) ## create .venv and install the package with its pins (every target that runs code does it first)
 
 $(STAMP): pyproject.toml
 	@if [ ! -x $(PY) ]; then \
@@ -37,14 +43,14 @@ $(STAMP): pyproject.toml
 
 # HYPOTHESIS_PROFILE (ci, dev, gate, gpu, nightly) and PYTEST_ARGS (e.g. "-k corpus", "--hypothesis-seed=N" with a
 # non-derandomized profile) reach both. `make test` runs the default tests (not the deep ones: properties/tools/depths.py).
-test: $(STAMP)
+test: $(STAMP) ## the default tests under HYPOTHESIS_PROFILE (default ci) with PYTEST_ARGS; writes nothing tracked
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) -m "not deep" $(PYTEST_ARGS)
 
 # reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
 # bench whatever they returned ($(call and_report,ARGS) keeps their exit status), or alone by `make report`.
 and_report = status=$$?; $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
 .PHONY: report
-report: $(STAMP)
+report: $(STAMP) ## reports/index.html and reports/index-img/ from reports/ and properties/results/
 	$(PY) -m properties.report $(REPORT_ARGS)
 
 # VERIFY_IMPL="NAME=MODULE:ATTR NAME=PATH.py:ATTR" adds plug-ins (properties/engine/plugins.py) to the tests.
@@ -56,15 +62,15 @@ report: $(STAMP)
 GATE_ARGS ?=
 NIGHTLY_PROFILE ?= gpu
 .PHONY: verify-deep verify-nightly
-verify: $(STAMP)
+verify: $(STAMP) ## the gate: every default test this machine can run; reports/verify.json, junit.xml, index.html
 	VERIFY_IMPL="$(VERIFY_IMPL)" $(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
-verify-deep: $(STAMP)
+verify-deep: $(STAMP) ## the deep tests alone (kill tables, slow self-tests); on a GPU reports/mutants.json
 	$(PY) -m properties.tools.gate --deep $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
-verify-nightly: $(STAMP) flashinfer-oracle
+verify-nightly: $(STAMP) flashinfer-oracle ## the gate under NIGHTLY_PROFILE, the deep tests (reports/deep/), the soak
 	$(PY) -m properties.tools.gate --profile $(NIGHTLY_PROFILE) $(GATE_ARGS) -- $(PYTEST_ARGS); gate=$$?; \
 	  $(PY) -m properties.tools.gate --deep --reports reports/deep $(GATE_ARGS) -- $(PYTEST_ARGS); deep=$$?; \
 	  $(PY) -m properties.soak $(SOAK_ARGS); soak=$$?; \
@@ -74,7 +80,7 @@ verify-nightly: $(STAMP) flashinfer-oracle
 # CI: the wheel installs every subpackage and data file. Built here, installed into a fresh venv that sees
 # this venv's packages (no download), imported from outside the checkout, and used to replay a corpus case.
 WHEEL_CASE := corpora/regression/all_equal-000.json
-wheel-check: $(STAMP)
+wheel-check: $(STAMP) ## build the wheel into build/wheel-check/, install it in a fresh venv, replay a case
 	rm -rf build/wheel-check
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation . -w build/wheel-check/dist
 	$(PY) -m venv build/wheel-check/venv
@@ -86,16 +92,16 @@ wheel-check: $(STAMP)
 	  assert sys.prefix in m.__file__ and c.SCHEMA_PATH.is_file(), m.__file__; print('wheel: model from', m.__file__)"
 	cd build/wheel-check && venv/bin/python -m properties.replay $(CURDIR)/$(WHEEL_CASE)
 
-bench-model: $(STAMP)
+bench-model: $(STAMP) ## the NumPy model's throughput (printed)
 	$(PY) -m oracles.numpy_model.bench --approx
 
-measure-mufu: $(STAMP)
+measure-mufu: $(STAMP) ## (GPU) measure the MUFU tables into oracles/mufu/data/
 	$(PY) -m oracles.mufu measure
 
-prove-primitives: $(STAMP)
+prove-primitives: $(STAMP) ## (GPU) the model against the hardware over every input; oracles/mufu/data/exhaustive-proof.json
 	$(PY) -m oracles.mufu prove
 
-clean:
+clean: ## remove .venv, build/, reports/ and the caches
 	rm -rf $(VENV) build .hypothesis .pytest_cache reports
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
@@ -104,7 +110,7 @@ clean:
 # (needs nvcc, not a GPU). Targets: FLASHINFER_ORACLE_ARCHS="sm_90a sm_100a".
 # Without nvcc or the sources it says "not run" and succeeds where a prebuilt library is in place.
 .PHONY: flashinfer-oracle
-flashinfer-oracle: $(STAMP)
+flashinfer-oracle: $(STAMP) ## build FlashInfer's libraries into build/flashinfer_oracle/ (nvcc, no GPU)
 	$(PY) -m oracles.flashinfer_routing
 
 # GPU runners without package access. Here: `make gpu-bundle` writes build/gpu-bundle/part1..N (each at most
@@ -113,10 +119,10 @@ flashinfer-oracle: $(STAMP)
 # image's CUDA torch, the wheels installed into it, the library into build/) and `VERIFY_REQUIRE_GPU=1 make verify`.
 .PHONY: gpu-bundle gpu-install
 GPU_BUNDLE_PART_MB ?= 40
-gpu-bundle: $(STAMP) flashinfer-oracle
+gpu-bundle: $(STAMP) flashinfer-oracle ## build/gpu-bundle/part1..N: wheels and libraries for a runner without package access
 	$(PY) -m properties.tools.bundle build --part-mb $(GPU_BUNDLE_PART_MB)
 
-gpu-install:
+gpu-install: ## BUNDLE=B: install the bundle's parts into .venv on the image's CUDA torch, no network
 	@test -n "$(BUNDLE)" || { echo "usage: make gpu-install BUNDLE=<folder holding every part's files>"; exit 2; }
 	@test -f "$(BUNDLE)/install.py" || { echo "gpu-install: $(BUNDLE)/install.py missing: copy every part into $(BUNDLE)"; exit 2; }
 	test -x $(PY) || { $(VENV_ON_SYSTEM); }
@@ -134,14 +140,14 @@ gpu-install:
 .PHONY: replay corpus-generate corpus-record
 # Exit 0 agree, 1 differ, 2 unreadable, 3 nothing compared from `python -m properties.replay` (use it directly
 # in scripts: make reports any failure as its own exit 2; its last line, "Error 1" to "Error 3", keeps the code).
-replay: $(STAMP)
+replay: $(STAMP) ## CASE=file-or-folder: replay saved cases against the live model (prints; writes nothing)
 	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
 	$(PY) -m properties.replay $(CASE)
 
-corpus-generate: $(STAMP)
+corpus-generate: $(STAMP) ## draw corpora/regression/ (FORCE=1 replaces it)
 	$(PY) -m properties.corpus generate $(if $(FORCE),--force)
 
-corpus-record: $(STAMP)
+corpus-record: $(STAMP) ## (GPU) record every implementation's outputs into corpora/regression/
 	$(PY) -m properties.corpus record
 
 # The kernel against the Triton and FlashInfer routing kernels (FlashInfer's fused routing from logits
@@ -151,7 +157,7 @@ corpus-record: $(STAMP)
 # reports/bench.json; BENCH_OUT=properties/results/bench-h200.json refreshes the committed record.
 .PHONY: bench
 BENCH_OUT ?= reports/bench.json
-bench: $(STAMP) flashinfer-oracle
+bench: $(STAMP) flashinfer-oracle ## (GPU) the benchmark; BENCH_OUT (reports/bench.json), reports/index.html
 	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS); $(call and_report,--bench $(BENCH_OUT))
 
 # The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
@@ -160,10 +166,10 @@ bench: $(STAMP) flashinfer-oracle
 # `make mutants-corpus` copies the minimal cases of the last GPU run (make mutants or make verify) into the
 # committed corpora/mutants/, when a person decides they should replace it.
 .PHONY: mutants mutants-corpus
-mutants: $(STAMP)
+mutants: $(STAMP) ## the kernel's mutants; reports/mutants.json and reports/mutants/ (minimal cases)
 	$(PY) -m properties.mutants $(MUTANTS_ARGS)
 
-mutants-corpus:
+mutants-corpus: ## copy reports/mutants/*.json into corpora/mutants/
 	@ls reports/mutants/*.json >/dev/null 2>&1 || { echo "mutants-corpus: no minimal cases in reports/mutants/ (run the mutants on a GPU first)"; exit 2; }
 	cp reports/mutants/*.json corpora/mutants/
 
@@ -173,7 +179,7 @@ mutants-corpus:
 # One rank per GPU: torchrun --standalone --nproc-per-node=gpu -m properties.soak $(SOAK_ARGS)
 .PHONY: soak
 SOAK_ARGS ?= --rows 1e9
-soak: $(STAMP) flashinfer-oracle
+soak: $(STAMP) flashinfer-oracle ## many rows against the model (SOAK_ARGS); reports/soak.json, reports/soak-failures/
 	$(PY) -m properties.soak $(SOAK_ARGS); $(call and_report)
 
 # The harness mutant catalog (properties/mutants/harness.py): wrong changes to the harness's own code and
@@ -182,10 +188,10 @@ soak: $(STAMP) flashinfer-oracle
 # "--only fpenv_daz_disabled"; "--out properties/results/harness-mutants.json" refreshes the committed table.
 # `make mutmut`: the periodic mutmut report (not part of CI).
 .PHONY: harness-mutants
-harness-mutants: $(STAMP)
+harness-mutants: $(STAMP) ## the harness's own mutants; reports/harness-mutants.json and .md
 	$(PY) -m properties.mutants.harness_run $(HARNESS_MUTANTS_ARGS)
 
 .PHONY: mutmut
-mutmut: $(STAMP)
+mutmut: $(STAMP) ## install mutmut 3; its survivor report to properties/results/mutmut-report.json
 	$(PY) -m pip install -q "mutmut==3.*"
 	$(PY) -m properties.mutants.mutmut_report

@@ -9,7 +9,8 @@
     bench/, mutants/, soak/    the benchmark, the mutant catalogs, the many-rows soak
     tools/                     make verify's gate, the smoke run, the offline bundle (tools/args.py, every
                                command line's parser, stands below every floor)
-    report/                    the pages a person reads instead of JSON, from what the others wrote
+    report/                    the pages a person reads instead of JSON, from what the others wrote, and the
+                               index of results/ made from its records
     replay.py, view.py,        the commands a user runs on case files: python -m properties.replay,
     corpus.py                  python -m properties.view, python -m properties.corpus
 

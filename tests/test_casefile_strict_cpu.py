@@ -29,7 +29,7 @@ from properties.mutants import __main__ as mutants_cli
 BASES = tuple(casefile.CORPORA / name for name in ("regression/all_equal-000.json",
                                                     "examples/broken-ties-to-highest-index.json",
                                                     "examples/soak-fault-ties-to-highest-index.json"))
-VERDICT_CASES = casefile.REPO_ROOT / "properties" / "results" / "verdict-cases"  # the README's plug-in cases
+VERDICT_CASES = casefile.REPO_ROOT / "properties" / "results" / "verdict-cases"  # the plug-in verdicts' cases (results index)
 COMMITTED = sorted(casefile.CORPORA.rglob("*.json")) + sorted(VERDICT_CASES.glob("*.json"))
 PROCESS_TIMEOUT_S = 120
 MARK = "@@fault@@"  # a string no case file holds: the one value written as the fault's text

@@ -29,6 +29,7 @@ MAIN = {
     "properties.replay": "properties.replay:main",
     "properties.soak": "properties.soak.__main__:main",
     "properties.soak.table": "properties.soak.table:main",
+    "properties.report.records": "properties.report.records:main",
     "properties.bench": "properties.bench.cli:main",
     "properties.bench.breakdown": "properties.bench.breakdown:main",
     "properties.bench.variants": "properties.bench.variants:main",
@@ -55,6 +56,9 @@ ROWS = [
     # ---- soak's rate table
     ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
     ("properties.soak.table", ["--update-readme", "extra"], "extra"),
+    # ---- the results index
+    ("properties.report.records", ["--bogus"], "--bogus", PROCESS),
+    ("properties.report.records", ["--update-readme", "extra"], "extra"),
     # ---- soak
     ("properties.soak", [*SOAK_CPU, "--rows", "0"], "--rows", PROCESS),
     ("properties.soak", [*SOAK_CPU, "--rows", "-5"], "--rows"),

@@ -4,7 +4,16 @@ For each segment, a least-squares quadratic only proposes (C1, C2); the derivati
 every integer pair in a window around the proposal, every entry y of the segment bounds C0 to
 [y*2^s - C1*x - C2*sq(x), (y+1)*2^s - C1*x - C2*sq(x)), s = RESULT_SHIFT; the pair fits when those bounds
 meet. Exactly one pair per segment must fit, and one constant c0_constant (mod a quarter unit) must lie in
-every segment's C0 interval. The EX2 table for t < 0 is checked to follow from the t >= 0 one.
+every segment's C0 interval. The EX2 table for t < 0 is checked to follow from the t >= 0 one: for f >= 1,
+2^-(f / 2^23) is the EX2 interpolator at the one's complement of f (its 23 bits inverted) with the exponent one
+lower, and f = 0 gives 1.0.
+
+What the H200's tables admit (UNITS): RCP 128 segments (7 bits, x of 16 bits, squarer kept from 2^17), EX2 64
+(6 bits, x of 17 bits, squarer from 2^19); in every segment exactly one integer (C1, C2) fits all its entries
+and C0's interval is 1 to 8 units of 2^-15 wide. The alternatives fail, found while fitting: a squarer truncated
+at k - 2, k - 1, k + 1 or k + 2 fits no segment of either unit; an unfolded partial-product matrix fits none of
+the segments tried (first, second, last); one segment bit fewer fits 1 of 64 RCP and 0 of 32 EX2 segments. The
+coefficients are not a rounding of the real minimax quadratic: they come from the tables.
 """
 
 import json
@@ -14,7 +23,7 @@ import numpy as np
 from oracles.mufu import interpolator as ip
 from oracles.mufu import tables
 
-# The structure confirmed on the H200's tables (README, "The NumPy model and its hardware truth").
+# The structure confirmed on the H200's tables (the docstring: what the tables admit).
 UNITS = {"ex2": {"table": "ex2_pos", "segment_bits": 6, "square_truncation": 19},
          "rcp": {"table": "rcp", "segment_bits": 7, "square_truncation": 17}}
 C1_WINDOW, C2_WINDOW = 8, 4  # integers searched either side of the least-squares proposal

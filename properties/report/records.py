@@ -1,0 +1,285 @@
+"""The index of properties/results/: one row per record file (what it shows; GPU, commit, date and verdict as
+the record itself holds them), then the tables made from the phase-breakdown and kernel-variants records.
+
+    python -m properties.report.records                  (print the index)
+    python -m properties.report.records --update-readme  (rewrite its block in properties/results/README.md)
+
+What a record shows is written once, here (WHAT); everything else in a row is read from the file. A file of the
+folder without an entry in WHAT, or an entry without its file, stops the index with one line naming it.
+"""
+
+import json
+import re
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from properties.tools.args import OneLineParser
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+README = RESULTS / "README.md"
+BEGIN, END = "<!-- records:begin (python -m properties.report.records --update-readme) -->", "<!-- records:end -->"
+NOT_HELD = "-"
+_COMMIT = re.compile(r"^[0-9a-f]{7,40}\b")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PYTEST_SUMMARY = re.compile(r"\b\d+ (passed|failed)\b")
+
+# What each record shows, by its path under properties/results/.
+WHAT = {
+    "bench-h100-f189379.json": "`make bench` on an H100 (no H200 was lent): cute_meta against flashinfer_pdl 1.26-1.46x "
+        "in graph replay, 1.3x not met at b = 3 and 5; the GPUs differ most where the 256-thread kernel runs",
+    "bench-h200-1b1f355.json": "the full `make bench` at the commit of a PASS gate: cute_meta against flashinfer_pdl "
+        "1.21-1.35x in graph replay, 1.31-1.59x behind a producer",
+    "bench-h200-7878593.json": "the full `make bench` after the metadata's loops were rolled: cute_meta 1.57-2.21 µs, "
+        "1.03-1.15x flashinfer_pdl in graph replay",
+    "bench-h200-b4-b5-ncu.json": "`make bench` at b = 4 and 5 (5 replays a graph) with Nsight Compute: each kernel's "
+        "own duration beside its graph time",
+    "bench-h200-b8c48fe.json": "a short bench (`--no-ncu --harness-seconds 0.2 --eager-calls 500`; graph and PDL-chain "
+        "timings full, Nsight and harness figures not): route-by-route metadata for tiles of 8 or more",
+    "bench-h200-f3d1241.json": "the full bench with a trigger warp in both variants (the breakdown of the same run: "
+        "`breakdown-h200-f3d1241.json`)",
+    "bench-h200-f8423d7-same-session.json": "the full bench of the kernel before the trigger warp, in the session of "
+        "`bench-h200-f3d1241.json` (commit corrected to the code that ran: see its `commit_note`)",
+    "bench-h200.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench-h200.json`): "
+        "its tables are below",
+    "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
+        "the kernel cut after each phase, each cut timed (table below)",
+    "breakdown-h200-1b1f355.json": "the phase breakdown after the speculative top-8 rounds (table below)",
+    "breakdown-h200-d559af4.json": "the newest phase breakdown, beside `bench-h200.json` (table below); its stage kernels "
+        "cut the general 256-thread kernel, so at b = 1 and 2 its last row is not what route launches",
+    "breakdown-h200-f3d1241.json": "the first phase breakdown: the 8 argmax rounds are the largest phase, 0.43-0.55 µs; "
+        "the launch floor 0.42-0.44 µs (table below)",
+    "fixed-tests-h200-5d1d192.log": "the two tests of the FlashInfer model's branch that failed the gate at 86406cf, "
+        "passing after their fix",
+    "flashinfer-gpu-tests-h200-96abf3f.json": "FlashInfer's oracle, fused-peer and bench GPU "
+        "tests from the offline bundle: 56 passed, 0 failed (provenance copied from `verify-h200-882065d.json`)",
+    "flashinfer-model-gpu-h200-86406cf.xml": "JUnit of `tests/test_flashinfer_model_gpu.py`: FlashInfer's fused routing "
+        "equal to its own model (`oracles/numpy_model/flashinfer_fused.py`) bit for bit in ids, weights and metadata, "
+        "b = 1..8 through both kernels, on every generator; no FlashInfer bug is known",
+    "graph-branches-h200.json": "launches/s of a CUDA graph of independent branches against one chain: 16 to 264 "
+        "branches 5.0-5.8 M launches/s, one chain 0.41 M (why the soak captures a quarter as many branches as SMs)",
+    "h200-2026-11-29-8e0b1d7.json": "the kernel's, the Triton oracle's and FlashInfer's GPU "
+        "tests, summarised per test file from their JUnit",
+    "h200-2026-11-29-db81627.json": "`tests/test_cross_oracles_gpu.py`: 24 tests, 41,944 cases, "
+        "0 failures: the kernel against the Triton oracle, its metadata against FlashInfer's fed its own ids",
+    "h200-2026-11-29-e46e702.json": "the `gpu` Hypothesis profile (3,000 examples per generator and property) passing "
+        "on the H200, with the bundle install, the corpus recording and FlashInfer's oracle tests",
+    "harness-mutants.json": "the harness mutants' kill table (`make harness-mutants`; "
+        "`--out properties/results/harness-mutants.json` refreshes it); CI checks it covers the catalog",
+    "harness-mutants.md": "the same kill table as Markdown: each mutant, what it breaks, its intended test, its verdict",
+    "kernel-variants-h200.json": "kernel variants tried on the way to the speculative rounds, each compared bit for bit "
+        "with the committed kernel and timed beside it (assembled by hand from each call's JSON: "
+        "`python -m properties.bench.variants` now writes such a record)",
+    "mutants-h100-f189379.json": "the kernel's mutant kill table on an H100: every mutant killed by its declared tiers, "
+        "FAIL because two host-only mutants were judged equivalent from their PTX alone (the runner, since fixed)",
+    "mutants-h200.json": "the kernel's and the contract's mutant kill table of `make verify` on the H200 (mutant x tier; "
+        "`make report` draws it)",
+    "mutants-launch-h100-d742c74.json": "the two mutants the H100 run misjudged, under the fixed runner: killed by the "
+        "differential tier",
+    "mutmut-report.json": "the periodic mutmut survivor report (`make mutmut`) over the model's routing and the "
+        "case-file code",
+    "probe-h200-metadata.json": "where the metadata's time goes: diagnostic copies of the kernel and `%clock` stamps "
+        "per thread (one long dependent chain behind a barrier, not the caches or global memory)",
+    "report-case.png": "headless-Chromium picture of `python -m properties.view` on "
+        "`corpora/examples/soak-fault-ties-to-highest-index.json` (the README shows it)",
+    "report-index.png": "headless-Chromium picture of `reports/index.html` built from this folder (the README shows it)",
+    "soak-h200-2ranks-1gpu-gloo.json": "two soak ranks on one GPU through gloo: 30,015,488 rows, 0 disagreements",
+    "soak-h200-3e8.json": "`make soak`: 300,023,808 rows of b = 8 through the kernel, every family, 0 disagreements, "
+        "920,939 rows/s while `make verify` shared the GPU",
+    "soak-h200-3e9-3e2a673.json": "3,000,238,080 rows of b = 8 through the kernel, every family, metadata on "
+        "2.46 x 10^9 of them: 0 disagreements, 7.69 x 10^6 rows/s (verdict: `verdict-h200-cute-3e9-3e2a673.json`)",
+    "soak-h200-bench-22a1690.json": "soak `--bench`: graph branches and batches in flight, the model as written",
+    "soak-h200-bench-3e2a673-b1.json": "soak `--bench` at b = 1, the model compiled, neither it nor the draw graphed",
+    "soak-h200-bench-653973e-b8.json": "soak `--bench` at b = 8, the model compiled",
+    "soak-h200-bench-f362aa5.json": "soak `--bench` with the draw and the model graphed: the rates of the soak table "
+        "below (1.20 x 10^7 rows/s for the kernel with metadata at b = 8)",
+    "soak-h200-bench.json": "soak `--bench` before the stages overlapped: the baseline of the soak table below",
+    "soak-h200-fda8902-120s.json": "`make soak SOAK_ARGS=\"--rows 1e8 --seconds 120\"`: 41,967,616 rows through the "
+        "kernel, the Triton oracle and FlashInfer, 0 disagreements, 349,389 rows/s with all three",
+    "soak-h200-fi_fused-own-8af31a7.json": "FlashInfer's fused routing soaked against its own model: 100,032,512 rows in "
+        "three resumed runs, 0 differing (verdict: `verdict-h200-fi_fused-own-8af31a7.json`)",
+    "soak-h200-planted-fault.json": "`--fault ties_to_highest_index` caught in the first batch (2,995 of 65,536 rows)",
+    "soak-h200-planted-faults-22a1690.json": "both planted faults caught in the first batch of the overlapped soak",
+    "topk-butterfly-h200.json": "a top 8 without rounds (a butterfly of the row's 8 largest keys), tried and not kept: "
+        "slower at every b",
+    "variants-h100-f189379.json": "`python -m properties.bench.variants`: the kernel against main's in one process on "
+        "an H100, 0 of 854 calls differing (table below)",
+    "verdict-cases/fi_fused-tie_within_lane.json": "the first case file of FlashInfer's fused routing's verdict "
+        "(`python -m properties.replay FILE --impl fi_fused=examples/plugins/fi_fused.py:route`, GPU)",
+    "verdict-cases/torch_eager-cpu-tie_within_lane.json": "the first case file of PyTorch eager's CPU verdict "
+        "(replays on the CPU: `--impl torch_eager=examples/plugins/torch_eager.py:route`)",
+    "verdict-cases/torch_eager-tie_within_lane.json": "the first case file of PyTorch eager's GPU verdict",
+    "verdict-cpu-torch_eager-da96f6b.json": "PyTorch eager (`examples/plugins/torch_eager.py`) against the model on the "
+        "CPU, per family: ties fall otherwise than on the GPU (`tie_at_eighth_place` 10,537 of 13,756 rows)",
+    "verdict-h200-cute-3e9-3e2a673.json": "the kernel's verdict per family and field of the 3 x 10^9-row soak: 0 differing",
+    "verdict-h200-fi_fused-56804de.json": "FlashInfer's fused routing against the Muse Spark model (whose sigmoid it "
+        "does not compute): weights differ in every family, ids where picks tie or saturate",
+    "verdict-h200-fi_fused-own-8af31a7.json": "FlashInfer's fused routing against its own model: 0 rows differing in "
+        "ids, weights or metadata in any family",
+    "verdict-h200-torch_eager-56804de.json": "PyTorch eager against the model: `torch.topk` does not give ties to the "
+        "lowest index (ids differ in every `all_equal` row); weights differ in every family",
+    "verify-cpu-2core.json": "`make verify` on a 2-core CPU machine (the CPU tier alone)",
+    "verify-h100-f189379.json": "the gate on an H100: FAIL on the kill table's runner, not the kernel (see "
+        "`mutants-h100-f189379.json`)",
+    "verify-h100-f189379.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-183c222.json": "an early whole gate on the H200",
+    "verify-h200-1b1f355.json": "the newest PASS of the whole gate on the H200 (`make gpu-install` from the bundle "
+        "parts, `VERIFY_REQUIRE_GPU=1 make verify`): every mutant killed, no oracle missing",
+    "verify-h200-1b1f355.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-56804de.json": "FAIL on one CPU record: the committed harness kill table did not yet list new mutants",
+    "verify-h200-56804de.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-7878593.json": "PASS of the whole gate on the H200, 340 s",
+    "verify-h200-7878593.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-815e1dd.json": "FAIL on one test: the end-to-end gate test inherited the outer `VERIFY_REQUIRE_GPU=1` "
+        "(the test now clears it)",
+    "verify-h200-815e1dd.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-86406cf.json": "FAIL on two tests of the FlashInfer model's branch (plug-ins left registered; a check "
+        "raising without FlashInfer's sources), both since fixed (`fixed-tests-h200-5d1d192.log`)",
+    "verify-h200-86406cf.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-882065d.json": "`VERIFY_REQUIRE_GPU=1 HYPOTHESIS_PROFILE=ci make verify` after `make gpu-install` from "
+        "the bundle parts alone: PASS",
+    "verify-h200-882065d.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-9554bc0.json": "FAIL on the kill table: the contract-gpu tier crashed on three mutants",
+    "verify-h200-9554bc0.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-b8c48fe.json": "FAIL on two CPU tests of the breakdown tool (its stages overrode an old signature), "
+        "the kill table PASS",
+    "verify-h200-b8c48fe.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-eab6d27.json": "the default gate (profile `gate`, 12 workers) after `make gpu-install` from the bundle "
+        "parts alone: PASS in 214 s",
+    "verify-h200-eab6d27.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-f362aa5.json": "FAIL on 2 tests: the harness kill table not yet refreshed, and a soak test whose graph "
+        "captures fell back to eager calls (a CUDA graph freed mid-capture; captures now collect first)",
+    "verify-h200-f362aa5.log": "the gate's console log (its summary: the .json of the same name)",
+    "weights-placement-h200.json": "four placements of the metadata variant's weights, benched twice in one session",
+}
+
+
+def record_files(folder=RESULTS):
+    """Every record file under ``folder`` (its README excepted), as sorted POSIX paths relative to it."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and p != folder / "README.md")
+
+
+def _first(dicts, *keys):
+    """The first non-empty value of any of ``keys`` in ``dicts``, in order, or None."""
+    for d in dicts:
+        for key in keys:
+            if d.get(key) not in (None, ""):
+                return d[key]
+    return None
+
+
+def _json_facts(data):
+    """GPU, commit, date and verdict of a JSON record: its provenance first, then its environment, then its top."""
+    if not isinstance(data, dict):
+        return {}
+    where = [d for d in (data.get("provenance"), data.get("environment"), data) if isinstance(d, dict)]
+    gpu = _first(where, "gpu")
+    commit = _first(where, "commit", "kernel_commit")
+    date = _first(where, "date", "finished")
+    commit_match = _COMMIT.match(commit) if isinstance(commit, str) else None
+    date_match = _DATE.search(date) if isinstance(date, str) else None
+    facts = {"gpu": "none (CPU)" if "gpu" in where[0] and gpu is None else gpu,
+             "commit": commit_match.group(0)[:7] if commit_match else None,
+             "date": date_match.group(0) if date_match else None}
+    if isinstance(data.get("verdict"), str):  # a sentence in hand-made records: its first clause
+        facts["verdict"] = re.split(r"[:(,;]", data["verdict"])[0].strip()
+    return facts
+
+
+def _junit_facts(path):
+    suite = ElementTree.parse(path).getroot().find("testsuite")
+    failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    return {"date": _DATE.search(suite.get("timestamp", "")).group(0),
+            "verdict": f"{suite.get('tests')} tests, {failed} failed"}
+
+
+def _log_facts(path):
+    summaries = [re.sub(r" in [0-9.]+s\b.*", "", line.strip(" =")) for line in
+                 path.read_text(errors="replace").splitlines() if _PYTEST_SUMMARY.search(line)]
+    return {"verdict": summaries[-1]} if summaries else {}
+
+
+def facts(path):
+    """{"gpu", "commit", "date", "verdict"} as the record at ``path`` holds them (a key it does not hold: absent)."""
+    if path.suffix == ".json":
+        found = _json_facts(json.loads(path.read_text()))
+    elif path.suffix == ".xml":
+        found = _junit_facts(path)
+    elif path.suffix == ".log":
+        found = _log_facts(path)
+    else:
+        found = {}
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def _cell(value):
+    return NOT_HELD if value is None else str(value).removeprefix("NVIDIA ").replace("|", "\\|")
+
+
+def index(folder=RESULTS, what=WHAT):
+    """The index table in Markdown; ValueError naming the file where ``what`` and the folder disagree."""
+    files = record_files(folder)
+    for name in files:
+        if name not in what:
+            raise ValueError(f"{name}: a record without a description: add it to WHAT in {__name__}")
+    for name in what:
+        if name not in files:
+            raise ValueError(f"{name}: described in WHAT of {__name__} but not in {folder}")
+    lines = ["| file | what it shows | GPU | commit | date | verdict |", "|---|---|---|---|---|---|"]
+    for name in files:
+        held = facts(folder / name)
+        lines.append(f"| `{name}` | {what[name]} | " + " | ".join(
+            _cell(held.get(key)) for key in ("gpu", "commit", "date", "verdict")) + " |")
+    return "\n".join(lines)
+
+
+def record_tables(folder=RESULTS):
+    """The table of every phase-breakdown and kernel-variants record, each under its file's name."""
+    from properties.bench import breakdown, variants
+
+    parts = []
+    for pattern, module in (("breakdown-*.json", breakdown), ("variants-*.json", variants)):
+        for path in sorted(folder.glob(pattern)):
+            parts += [f"#### `{path.name}`", "", module.table(json.loads(path.read_text())).rstrip("\n"), ""]
+    return "\n".join(parts).rstrip("\n")
+
+
+def generated(folder=RESULTS):
+    """Everything between the markers: the index, then the breakdown and variants tables."""
+    return index(folder) + "\n\n### Phase breakdowns and kernel variants\n\n" + record_tables(folder)
+
+
+def block(text):
+    """The generated block of the results README's ``text`` (None where its markers are missing)."""
+    if BEGIN not in text or END not in text:
+        return None
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n")
+
+
+def replace_block(text, made):
+    """``text`` with its generated block replaced by ``made``."""
+    return text[:text.index(BEGIN) + len(BEGIN)] + "\n" + made + "\n" + text[text.index(END):]
+
+
+def main(argv=None):
+    parser = OneLineParser(prog="python -m properties.report.records", description=__doc__)
+    parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
+    args = parser.parse_args(argv)
+    try:
+        made = generated()
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not args.update_readme:
+        print(made)
+        return 0
+    text = README.read_text()
+    if block(text) is None:
+        parser.error(f"--update-readme: {README} has no {BEGIN} ... {END} block")
+    README.write_text(replace_block(text, made))
+    print(f"records index: {README} updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The results index (properties/report/records.py): it lists every committed record file of properties/results/
+and nothing else, the results README's generated block is what the tool prints, each row's facts come from the
+record, and a record without a description (or a description without its record) stops it naming the file."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from oracles.provenance import REPO_ROOT
+from properties.report import records
+
+ROW = re.compile(r"^\| `([^`]+)` \| (.*) \|$", re.M)
+
+
+def _committed_records():
+    listed = subprocess.run(["git", "ls-files", "properties/results"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            check=True).stdout.split()
+    return sorted(name.removeprefix("properties/results/") for name in listed if name != "properties/results/README.md")
+
+
+def test_the_index_lists_every_committed_record_and_nothing_else():
+    committed = _committed_records()
+    assert "bench-h200.json" in committed and "verdict-cases/fi_fused-tie_within_lane.json" in committed
+    assert records.record_files() == committed
+    listed = [name for name, _ in ROW.findall(records.index())]
+    assert listed == committed
+
+
+def test_the_results_readme_holds_what_the_tool_prints():
+    text = records.README.read_text()
+    assert records.block(text) == records.generated(), \
+        "the results index is stale: python -m properties.report.records --update-readme"
+
+
+def test_each_row_holds_the_records_own_facts(tmp_path):
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "run.json").write_text(json.dumps({"verdict": "FAIL", "provenance": {
+        "gpu": "NVIDIA H200", "commit": "0123456789abcdef0123456789abcdef01234567", "date": "2026-12-01T10:00:00Z"}}))
+    (tmp_path / "cpu.json").write_text(json.dumps({"provenance": {"gpu": None, "date": "2026-12-02"}}))
+    (tmp_path / "cases" / "case.json").write_text("{}")
+    (tmp_path / "run.log").write_text("...\n===== 1 failed, 9 passed in 3.00s =====\n")
+    what = {"run.json": "a run", "cpu.json": "a CPU run", "cases/case.json": "a case", "run.log": "its log"}
+    rows = dict(ROW.findall(records.index(tmp_path, what)))
+    assert rows == {"cases/case.json": "a case | - | - | - | -",
+                    "cpu.json": "a CPU run | none (CPU) | - | 2026-12-02 | -",
+                    "run.json": "a run | H200 | 0123456 | 2026-12-01 | FAIL",
+                    "run.log": "its log | - | - | - | 1 failed, 9 passed"}
+
+
+def test_a_record_without_a_description_or_a_description_without_its_record_is_named(tmp_path):
+    (tmp_path / "new.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"^new\.json: a record without a description"):
+        records.index(tmp_path, {})
+    with pytest.raises(ValueError, match=r"^gone\.json: described in WHAT"):
+        records.index(tmp_path, {"new.json": "a run", "gone.json": "removed"})
+
+
+def test_update_readme_replaces_the_block_alone():
+    text = f"intro\n\n{records.BEGIN}\nold rows\n{records.END}\n\ntail\n"
+    replaced = records.replace_block(text, "new rows")
+    assert records.block(replaced) == "new rows"
+    assert replaced.replace("new rows", "old rows") == text
+    assert records.block("no markers") is None
