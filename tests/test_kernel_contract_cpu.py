@@ -241,3 +241,19 @@ def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_calle
     other = torch.zeros(B, routing.TOP_K, dtype=torch.int32)
     routing.route(**{**args, "ids": other})
     assert len(checked) == 2 and launched[2][2] == other.data_ptr() and len(routing._checked._entries) == 2
+
+
+def test_the_cache_compares_the_last_key_found_first_and_still_finds_only_what_was_added():
+    """The last key found answers a repeated call; any other key goes to the entries, so alternating calls, a key
+    one element off the last, None and an unhashable key each find exactly what was added for them."""
+    checked = contract.CheckedCalls()
+    first, second = contract.signature(**valid()), contract.signature(**plain())
+    assert checked.get(None) is None and checked.get(first) is None
+    checked.add(first, "first")
+    checked.add(second, "second")
+    for key, want in ((first, "first"), (first, "first"), (second, "second"), (first, "first"), (second, "second")):
+        assert checked.get(tuple(key)) == want  # an equal key, not the same object
+    assert checked.get(second[:-1] + (object(),)) is None and checked.get(None) is None
+    assert checked.get(second) == "second" and checked.get((*second[:-1], [])) is None
+    checked.add(None, "none")
+    assert checked.get(None) is None
