@@ -66,7 +66,7 @@ __all__ = [
     "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
     "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
     "compile_variant", "compiled_routing", "prepare", "compile_artifacts", "KERNELS", "VARIANT_KEYS",
-    "kernel_tokens", "ffi_function", "launch_arguments", "current_stream",
+    "kernel_tokens", "ffi_function", "launch_arguments", "current_device", "current_stream",
 ]
 
 WARPS = MAX_TOKENS
@@ -638,6 +638,12 @@ def launch_arguments(logits, bias, ids, weights, scale32, metadata=None, *metada
     return args + (metadata.data_ptr(), metadata.shape[0], *metadata_scalars)
 
 
+def current_device():
+    """The current CUDA device's index: ``torch.cuda.current_device()`` without its Python wrapper (the C call
+    initialises CUDA itself where it is not yet)."""
+    return torch._C._cuda_getDevice()
+
+
 def current_stream(device):
     """The raw handle of the current stream of CUDA device ``device`` (the stream route launches on)."""
     return torch._C._cuda_getCurrentRawStream(device)
@@ -739,7 +745,7 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
 def _launch(fn, args, device):
     """Launch a checked call: the compiled variant with its launch arguments and the current stream of the
     logits' device, from that device (the launch goes to the current device's context)."""
-    if device == torch.cuda.current_device():
+    if device == current_device():
         fn(*args, current_stream(device))
     else:
         with torch.cuda.device(device):

@@ -202,7 +202,7 @@ def cpu_kernel(monkeypatch):
     monkeypatch.setattr(contract, "_check_devices", lambda tensors: None)
     monkeypatch.setattr(routing, "compiled_routing",
                         lambda metadata, renormalize, tokens: _model_launch(renormalize))
-    monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
+    monkeypatch.setattr(routing, "current_device", lambda: None)
     monkeypatch.setattr(routing, "current_stream", lambda device: None)
 
 

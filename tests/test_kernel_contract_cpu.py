@@ -226,7 +226,7 @@ def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_calle
     monkeypatch.setattr(routing, "_checked", contract.CheckedCalls())
     monkeypatch.setattr(routing.contract, "check_arguments", lambda *args: checked.append(args))
     monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize, tokens: lambda *a: launched.append(a))
-    monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
+    monkeypatch.setattr(routing, "current_device", lambda: None)
     monkeypatch.setattr(routing, "current_stream", lambda device: ("stream of", device))
     args = valid()
     routing.route(**args)

@@ -297,7 +297,7 @@ def test_a_call_made_while_another_device_is_current_launches_from_the_logits_de
         for _ in range(2):
             buffers.poison()
             with monkeypatch.context() as patched:  # route's own view of the current device, nothing else's
-                patched.setattr(routing.torch.cuda, "current_device", lambda: another)
+                patched.setattr(routing, "current_device", lambda: another)
                 routing.route(*device.route_args(buffers))
             torch.cuda.synchronize()
             lines = buffers.mismatches()

@@ -160,8 +160,8 @@ def eager_us(run, calls):
 def eager_parts(problem, name, calls):
     """Where one eager ``route()`` call of variant ``name`` (``cute`` or ``cute_meta``) spends its host time, µs
     each (median of EAGER_REPEATS means of ``calls``): the call signature, its lookup in the cache of checked
-    calls, ``torch.cuda.current_device()``, the current stream's handle, and the compiled TVM-FFI function
-    called alone with the launch arguments a cache hit holds."""
+    calls, ``routing.current_device()``, ``routing.current_stream()``, and the compiled TVM-FFI function called
+    alone with the launch arguments a cache hit holds."""
     args = device.route_args(getattr(problem, name))
     logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n = (*args, None, 0, 0, 0)[:10]
     full = (logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n)
@@ -177,7 +177,7 @@ def eager_parts(problem, name, calls):
     stream = routing.current_stream(index)
     signature = _median(_means_us(lambda: contract.signature(*full), calls))
     lookup = _median(_means_us(lambda: checked.get(contract.signature(*full)), calls)) - signature
-    current = _median(_means_us(torch.cuda.current_device, calls))
+    current = _median(_means_us(routing.current_device, calls))
     stream_us = _median(_means_us(lambda: routing.current_stream(index), calls))
     torch.cuda.synchronize()
     compiled = _median(_means_us(lambda: fn(*launch_args, stream), calls))
