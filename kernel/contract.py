@@ -1,11 +1,10 @@
 """route's host contract: the argument checks, and the cache of call signatures that passed them.
 
 ``check_arguments`` raises ValueError naming the first argument outside route's contract, before anything is
-written. A call whose signature (each tensor's address, shape, dtype and device, the logits' strides and the
-others' contiguity; every scalar with its type) equals one that passed is valid too, since the checks read
-nothing else: ``CheckedCalls`` keeps those signatures so a repeated call skips the checks. ``scale_f32`` and
-``cta_table`` turn checked arguments into the launch's own (the float32 scale; the CTA counts per token count
-without a division).
+written. A call whose signature (each tensor's address, shape, strides, dtype and device; every scalar with
+its type) equals one that passed is valid too, since the checks read nothing else: ``CheckedCalls`` keeps
+those signatures so a repeated call skips the checks. ``scale_f32`` and ``cta_table`` turn checked arguments
+into the launch's own (the float32 scale; the CTA counts per token count without a division).
 """
 
 import functools
@@ -164,20 +163,18 @@ def signature(logits, bias, ids, weights, scale, renormalize, metadata, local_ex
               tile_n):
     """What ``check_arguments`` reads of a call, as one flat hashable tuple; None when an argument lacks what
     a tensor or a real scale has. Each tensor's type is part of it, so no other object matches a tensor that
-    passed, and -0.0's sign tells it apart from 0.0. The logits' strides are in it; of the tensors that must be
-    contiguous, their contiguity (what the checks ask; a contiguous tensor's span is its shape's, and a kernel
-    indexing it reads no stride of a dimension of size 1). One expression: this runs on every call."""
+    passed, and -0.0's sign tells it apart from 0.0. One expression: this runs on every call."""
     try:
         key = (type(scale), scale, math.copysign(1.0, scale), type(renormalize), renormalize,
                type(local_expert_offset), local_expert_offset, type(num_local_experts), num_local_experts,
                type(tile_n), tile_n,
                type(logits), logits.data_ptr(), logits.shape, logits.stride(), logits.dtype, logits.device,
-               type(bias), bias.data_ptr(), bias.shape, bias.is_contiguous(), bias.dtype, bias.device,
-               type(ids), ids.data_ptr(), ids.shape, ids.is_contiguous(), ids.dtype, ids.device,
-               type(weights), weights.data_ptr(), weights.shape, weights.is_contiguous(), weights.dtype, weights.device)
+               type(bias), bias.data_ptr(), bias.shape, bias.stride(), bias.dtype, bias.device,
+               type(ids), ids.data_ptr(), ids.shape, ids.stride(), ids.dtype, ids.device,
+               type(weights), weights.data_ptr(), weights.shape, weights.stride(), weights.dtype, weights.device)
         if metadata is None:
             return key
-        return key + (type(metadata), metadata.data_ptr(), metadata.shape, metadata.is_contiguous(), metadata.dtype,
+        return key + (type(metadata), metadata.data_ptr(), metadata.shape, metadata.stride(), metadata.dtype,
                       metadata.device)
     except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError):  # no tensor, no real scale
         return None
