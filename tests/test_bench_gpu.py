@@ -23,8 +23,9 @@ def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
             assert results["verify"][name][b] == {"graph": "ok", "pdl_chain": "ok"}, (name, b)
             assert results["graph"][name][b]["median_us"] > 0 and len(results["graph"][name][b]["samples_us"]) == 3
             assert "chain" in results["pdl_chain"][name][b]
-    for name in bench_report.EAGER_VARIANTS:  # the eager parts per b, with metadata and without (a lookup is a
-        for b in ("1", "8"):                  # difference of medians, so it may come out at or below 0)
+    # The eager parts per b, with metadata and without (the lookup, a difference of medians, may come out <= 0).
+    for name in bench_report.EAGER_VARIANTS:
+        for b in ("1", "8"):
             parts = results["eager_parts"][name][b]
             assert all(parts[k] > 0 for k in ("signature_us", "current_device_us", "current_stream_us",
                                               "compiled_call_us")), (name, b, parts)
