@@ -181,16 +181,23 @@ def signature(logits, bias, ids, weights, scale, renormalize, metadata, local_ex
 
 
 class CheckedCalls:
-    """Signatures of calls that passed ``check_arguments`` (and launched), each with its launch data."""
+    """Signatures of calls that passed ``check_arguments`` (and launched), each with its launch data; the last
+    one found is compared first, so a repeated call costs one comparison and no hash of its key."""
 
     def __init__(self):
         self._entries = {}
+        self._last_key = self._last_value = None  # None, never added, finds nothing
 
     def get(self, key):
-        try:  # None, never added, finds nothing
-            return self._entries.get(key)
+        try:
+            if key == self._last_key:
+                return self._last_value
+            value = self._entries.get(key)
         except TypeError:  # an unhashable scalar
             return None
+        if value is not None:
+            self._last_key, self._last_value = key, value
+        return value
 
     def add(self, key, value):
         if key is None:

@@ -27,7 +27,7 @@ import torch
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32, Uint64, const_expr
-from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
+from cutlass.cute.runtime import make_fake_stream, make_ptr
 from cutlass.memory import SmemAllocator
 
 from kernel import contract
@@ -66,7 +66,7 @@ __all__ = [
     "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
     "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
     "compile_variant", "compiled_routing", "prepare", "compile_artifacts", "KERNELS", "VARIANT_KEYS",
-    "kernel_tokens",
+    "kernel_tokens", "ffi_function", "launch_arguments", "current_device", "current_stream",
 ]
 
 WARPS = MAX_TOKENS
@@ -287,6 +287,16 @@ def _plain_row(warp, rows):
     return cta * SCHEDULERS + warp, warp < cutlass.min(rows - cta * SCHEDULERS, SCHEDULERS)
 
 
+def _tensors_at(pLogits, pBias, pIds, pWeights, rows, row_stride):
+    """(traced in a launcher) The logits [rows, 256] (row stride a multiple of 4), bias [256], ids and weights
+    [rows, 8] at their addresses."""
+    return (cute.make_tensor(pLogits, cute.make_layout((rows, EXPERTS),
+                                                       stride=(cute.assume(row_stride, divby=VECTOR_WORDS), 1))),
+            cute.make_tensor(pBias, cute.make_layout((EXPERTS,), stride=(1,))),
+            cute.make_tensor(pIds, cute.make_layout((rows, TOP_K), stride=(TOP_K, 1))),
+            cute.make_tensor(pWeights, cute.make_layout((rows, TOP_K), stride=(TOP_K, 1))))
+
+
 class _Routing:
     """One compiled variant: with or without metadata, renormalized or scaled weights; with metadata, for any
     b (``tokens`` 0: a warp per row, shared route words) or for b = ``tokens`` of 1 or 2 (a warp per row, the
@@ -310,6 +320,23 @@ class _Routing:
         self.kernel(mLogits, mBias, mIds, mWeights, scale, mMeta, local_offset, num_local, tile_n,
                     cta_table).launch(grid=[1, 1, 1], block=[self.tokens * WARP if self.tokens else THREADS, 1, 1],
                                       stream=stream, use_pdl=True)
+
+    # route's launchers: the arguments are the data addresses and the dynamic extents (the row count, the logits
+    # row stride, the metadata length) with the stream, so that a call marshals integers only; the tensors they
+    # build have the layouts of the fake tensors TVM-FFI used to check (the kernel's PTX is the same).
+    @cute.jit
+    def launch_plain_at(self, pLogits: cute.Pointer, pBias: cute.Pointer, pIds: cute.Pointer, pWeights: cute.Pointer,
+                        rows: Int32, row_stride: Int64, scale: Float32, stream):
+        self.launch_plain(*_tensors_at(pLogits, pBias, pIds, pWeights, rows, row_stride), scale, stream)
+
+    @cute.jit
+    def launch_metadata_at(self, pLogits: cute.Pointer, pBias: cute.Pointer, pIds: cute.Pointer,
+                           pWeights: cute.Pointer, rows: Int32, row_stride: Int64, scale: Float32,
+                           pMeta: cute.Pointer, meta_size: Int32, local_offset: Int32, num_local: Int32,
+                           tile_n: Int32, cta_table: Int32, stream):
+        mMeta = cute.make_tensor(pMeta, cute.make_layout((meta_size,), stride=(1,)))
+        self.launch_metadata(*_tensors_at(pLogits, pBias, pIds, pWeights, rows, row_stride), scale, mMeta,
+                             local_offset, num_local, tile_n, cta_table, stream)
 
     @cute.kernel
     def kernel(self, mLogits: cute.Tensor, mBias: cute.Tensor, mIds: cute.Tensor, mWeights: cute.Tensor,
@@ -572,31 +599,54 @@ def _refuse_during_capture():
 
 def compile_routing(metadata: bool, renormalize: bool, options: str = "", tokens: int = 0):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
-    16-byte aligned logits, bias and metadata. Its arguments are the torch tensors (and numbers) of
-    ``route``; it runs on the current stream of the logits' device."""
+    16-byte aligned logits, bias and metadata. Its arguments are ``launch_arguments``' then the stream."""
     return compile_variant(_Routing(metadata, renormalize, tokens), options)
 
 
 def compile_variant(variant, options: str = ""):
     """``compile_routing`` of a ``_Routing`` object (or of a subclass: the benchmark's phase breakdown)."""
     _refuse_during_capture()
-    rows = cute.sym_int()
-    args = [
-        make_fake_tensor(Float32, (rows, EXPERTS), stride=(cute.sym_int64(divisibility=VECTOR_WORDS), 1),
-                         assumed_align=contract.TENSOR_ALIGN),
-        make_fake_tensor(Float32, (EXPERTS,), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
-        make_fake_tensor(Int32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=WORD_BYTES),
-        make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=WORD_BYTES),
-        Float32(1.0),
-    ]
+    args = [make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=contract.TENSOR_ALIGN),
+            make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=contract.TENSOR_ALIGN),
+            make_ptr(Int32, 0, cute.AddressSpace.gmem, assumed_align=WORD_BYTES),
+            make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=WORD_BYTES),
+            Int32(1), Int64(EXPERTS), Float32(1.0)]
     if variant.metadata:
-        args += [make_fake_tensor(Int32, (cute.sym_int(),), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
-                 Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
-        launcher = variant.launch_metadata
+        args += [make_ptr(Int32, 0, cute.AddressSpace.gmem, assumed_align=contract.TENSOR_ALIGN),
+                 Int32(metadata_size(MAX_TILE)), Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
+        launcher = variant.launch_metadata_at
     else:
-        launcher = variant.launch_plain
-    args.append(make_fake_stream(use_tvm_ffi_env_stream=True))
+        launcher = variant.launch_plain_at
+    args.append(make_fake_stream(use_tvm_ffi_env_stream=False))
     return cute.compile(launcher, *args, options=" ".join(["--enable-tvm-ffi", options]).strip())
+
+
+def ffi_function(compiled):
+    """A compiled variant's TVM-FFI function itself: called with its arguments in order, without the DSL's
+    Python wrapper (keyword binding, pointer conversion) in front of it."""
+    return compiled.__tvm_ffi_object__()
+
+
+def launch_arguments(logits, bias, ids, weights, scale32, metadata=None, *metadata_scalars):
+    """A compiled variant's arguments but the stream, for checked tensors: the addresses, the row count, the
+    logits row stride, the float32 scale, with metadata its address, its length and the metadata scalars
+    (local_expert_offset, num_local_experts, tile_n, cta_table)."""
+    args = (logits.data_ptr(), bias.data_ptr(), ids.data_ptr(), weights.data_ptr(), logits.shape[0],
+            logits.stride(0), scale32)
+    if metadata is None:
+        return args
+    return args + (metadata.data_ptr(), metadata.shape[0], *metadata_scalars)
+
+
+def current_device():
+    """The current CUDA device's index: ``torch.cuda.current_device()`` without its Python wrapper (the C call
+    initialises CUDA itself where it is not yet)."""
+    return torch._C._cuda_getDevice()
+
+
+def current_stream(device):
+    """The raw handle of the current stream of CUDA device ``device`` (the stream route launches on)."""
+    return torch._C._cuda_getCurrentRawStream(device)
 
 
 def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a", tokens: int = 0):
@@ -626,12 +676,12 @@ _lock = threading.Lock()
 
 
 def compiled_routing(metadata: bool, renormalize: bool, tokens: int = 0):
-    """The compiled variant, compiled once per process."""
+    """The compiled variant's TVM-FFI function (``ffi_function``), compiled once per process."""
     key = (bool(metadata), bool(renormalize), int(tokens))
     with _lock:
         if key not in _compiled:
             _compiled[key] = compile_routing(key[0], key[1], tokens=key[2])
-        return _compiled[key]
+        return ffi_function(_compiled[key])
 
 
 def kernel_tokens(with_metadata: bool, rows: int, tile_n: int) -> int:
@@ -672,7 +722,7 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
                              num_local_experts, tile_n)
     call = _checked.get(key)
     if call is not None:
-        _launch(call, logits, bias, ids, weights, metadata)
+        _launch(*call)
         return
     contract.check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                              num_local_experts, tile_n)
@@ -680,24 +730,23 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     tokens = kernel_tokens(with_metadata, logits.shape[0], int(tile_n))
     if (with_metadata, renormalize, tokens, logits.device.index) not in _launched_on:
         _refuse_during_capture()
-    # No tensor in the cache: it would keep the caller's buffers alive.
+    # No tensor in the cache (it would keep the caller's buffers alive): the launch arguments are addresses,
+    # extents and scalars, each read from what the key holds, so an entry launches only the calls it matches.
     metadata_scalars = (int(local_expert_offset), int(num_local_experts), int(tile_n),
                         contract.cta_table(int(tile_n))) if with_metadata else ()
-    call = (compiled_routing(with_metadata, renormalize, tokens), contract.scale_f32(scale), metadata_scalars,
+    call = (compiled_routing(with_metadata, renormalize, tokens),
+            launch_arguments(logits, bias, ids, weights, contract.scale_f32(scale), metadata, *metadata_scalars),
             logits.device.index)
-    _launch(call, logits, bias, ids, weights, metadata)
+    _launch(*call)
     _launched_on.add((with_metadata, renormalize, tokens, logits.device.index))
     _checked.add(key, call)
 
 
-def _launch(call, logits, bias, ids, weights, metadata):
-    """Launch a checked call (compiled variant, float32 scale, metadata scalars, device index)."""
-    fn, scale32, metadata_scalars, device = call
-    args = (logits, bias, ids, weights, scale32) if metadata is None else \
-        (logits, bias, ids, weights, scale32, metadata, *metadata_scalars)
-    # The launch goes to the current device's context; the stream is that of the logits' device.
-    if device == torch.cuda.current_device():
-        fn(*args)
+def _launch(fn, args, device):
+    """Launch a checked call: the compiled variant with its launch arguments and the current stream of the
+    logits' device, from that device (the launch goes to the current device's context)."""
+    if device == current_device():
+        fn(*args, current_stream(device))
     else:
         with torch.cuda.device(device):
-            fn(*args)
+            fn(*args, current_stream(device))

@@ -1,11 +1,15 @@
 """Helpers more than one test file uses (fixtures live in conftest.py): the FlashInfer build's skip marks,
-kernel names demangled, the RoutingCase of some rows, and what the primitives' exhaustive proof covers."""
+kernel names demangled, the RoutingCase of some rows, a launch's arguments as tensors again, and what the
+primitives' exhaustive proof covers."""
 
+import ctypes
 import subprocess
 
 import numpy as np
 import pytest
+import torch
 
+from kernel.layout import EXPERTS, TOP_K
 from oracles.flashinfer_routing import build
 from properties.engine.cases import RoutingCase
 
@@ -47,3 +51,24 @@ def case_of(label, rows, bias, scale, renormalize, request=NO_METADATA):
 PRIMITIVES_SWEPT = ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32",
                     "div_full_f32(1.0, y)")
 DIV_PAIRS = "div_full_f32(x, y) exponent pairs"
+
+
+def _host_tensor(address, dtype, shape, strides):
+    """A CPU tensor over the host memory at ``address`` (what a kernel given that address reads and writes)."""
+    count = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    words = (ctypes.c_int32 * count).from_address(address)
+    return torch.from_numpy(np.ctypeslib.as_array(words)).view(dtype).as_strided(shape, strides)
+
+
+def launched_tensors(args):
+    """A compiled variant's launch arguments (kernel.routing.launch_arguments', the stream last) turned back
+    into route's: CPU tensors over the addresses, the float32 scale, with metadata its tensor and scalars."""
+    logits, bias, ids, weights, rows, row_stride, scale32, *rest = args[:-1]
+    tensors = (_host_tensor(logits, torch.float32, (rows, EXPERTS), (row_stride, 1)),
+               _host_tensor(bias, torch.float32, (EXPERTS,), (1,)),
+               _host_tensor(ids, torch.int32, (rows, TOP_K), (TOP_K, 1)),
+               _host_tensor(weights, torch.float32, (rows, TOP_K), (TOP_K, 1)), scale32)
+    if not rest:
+        return tensors
+    metadata, size, *scalars = rest
+    return tensors + (_host_tensor(metadata, torch.int32, (size,), (1,)), *scalars)

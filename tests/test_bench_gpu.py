@@ -23,5 +23,11 @@ def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
             assert results["verify"][name][b] == {"graph": "ok", "pdl_chain": "ok"}, (name, b)
             assert results["graph"][name][b]["median_us"] > 0 and len(results["graph"][name][b]["samples_us"]) == 3
             assert "chain" in results["pdl_chain"][name][b]
+    # The eager parts per b, with metadata and without (the lookup, a difference of medians, may come out <= 0).
+    for name in bench_report.EAGER_VARIANTS:
+        for b in ("1", "8"):
+            parts = results["eager_parts"][name][b]
+            assert all(parts[k] > 0 for k in ("signature_us", "current_device_us", "current_stream_us",
+                                              "compiled_call_us")), (name, b, parts)
     assert all("error" not in r for r in results["resources"].values())
     assert all(r["cases_per_s"] > 0 for r in results["harness"]["gpu_differential"].values())

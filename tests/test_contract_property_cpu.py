@@ -28,6 +28,7 @@ from properties.contract.strategies import calls
 from properties.contract import sweep
 from properties.contract.sweep import targeted_breaches
 from properties.engine.poison import METADATA_POISON
+from helpers import launched_tensors
 
 CPU = "cpu"
 TARGETED = targeted()
@@ -182,10 +183,13 @@ def test_a_valid_call_is_compared_bit_for_bit_with_the_model_and_every_byte_besi
 
 
 def _model_launch(renormalize):
-    """A compiled variant's stand-in: the model's outputs written into the tensors it is launched with."""
-    def launch(logits, bias, ids, weights, scale32, metadata=None, offset=0, count=0, tile=0, cta_table=0):
-        kernel = _model_kernel(_exact)
-        kernel(logits, bias, ids, weights, np.float32(scale32), renormalize, metadata, offset, count, tile)
+    """A compiled variant's stand-in: the model's outputs written into the memory at the addresses it is
+    launched with."""
+    def launch(*args):
+        logits, bias, ids, weights, scale32, *request = launched_tensors(args)
+        metadata, offset, count, tile = request[:4] if request else (None, 0, 0, 0)
+        _model_kernel(_exact)(logits, bias, ids, weights, np.float32(scale32), renormalize, metadata, offset, count,
+                              tile)
 
     return launch
 
@@ -198,7 +202,8 @@ def cpu_kernel(monkeypatch):
     monkeypatch.setattr(contract, "_check_devices", lambda tensors: None)
     monkeypatch.setattr(routing, "compiled_routing",
                         lambda metadata, renormalize, tokens: _model_launch(renormalize))
-    monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
+    monkeypatch.setattr(routing, "current_device", lambda: None)
+    monkeypatch.setattr(routing, "current_stream", lambda device: None)
 
 
 def test_the_gpu_tiers_cache_twins_pass_a_right_cache_and_catch_a_key_without_the_sign_of_zero(cpu_kernel,

@@ -218,18 +218,42 @@ def test_a_scale_beyond_every_float_is_named():
 
 def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_callers(monkeypatch):
     """route with the checks passed and the launch recorded: the cached entry keeps no tensor (it would keep the
-    caller's buffers alive), and a repeated call launches with the tensors it was given, not earlier ones."""
-    launched = []
+    caller's buffers alive), a call launches its own addresses, extents and scalars with the current stream of
+    its device, and a repeated call (views of the same buffers: the same signature) launches them again unchecked."""
+    launched, checked = [], []
     monkeypatch.setattr(routing, "_checked", contract.CheckedCalls())
-    monkeypatch.setattr(routing.contract, "check_arguments", lambda *args: None)
+    monkeypatch.setattr(routing.contract, "check_arguments", lambda *args: checked.append(args))
     monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize, tokens: lambda *a: launched.append(a))
-    monkeypatch.setattr(routing.torch.cuda, "current_device", lambda: None)
+    monkeypatch.setattr(routing, "current_device", lambda: None)
+    monkeypatch.setattr(routing, "current_stream", lambda device: ("stream of", device))
     args = valid()
     routing.route(**args)
     entries = list(routing._checked._entries.values())
     assert len(entries) == 1 and not any(isinstance(x, torch.Tensor) for x in torch.utils._pytree.tree_leaves(entries))
     again = {**args, "metadata": args["metadata"][:], "ids": args["ids"][:]}
     routing.route(**again)
-    assert len(routing._checked._entries) == 1 and len(launched) == 2
-    assert launched[1][5] is again["metadata"] and launched[1][2] is again["ids"]
-    assert launched[1][6:9] == (args["local_expert_offset"], args["num_local_experts"], args["tile_n"])
+    assert len(routing._checked._entries) == 1 and len(launched) == 2 and len(checked) == 1
+    want = (again["logits"].data_ptr(), again["bias"].data_ptr(), again["ids"].data_ptr(), again["weights"].data_ptr(),
+            B, routing.EXPERTS, contract.scale_f32(args["scale"]), again["metadata"].data_ptr(),
+            routing.metadata_size(TILE), args["local_expert_offset"], args["num_local_experts"], args["tile_n"],
+            contract.cta_table(TILE), ("stream of", None))
+    assert launched[0] == launched[1] == want
+    other = torch.zeros(B, routing.TOP_K, dtype=torch.int32)
+    routing.route(**{**args, "ids": other})
+    assert len(checked) == 2 and launched[2][2] == other.data_ptr() and len(routing._checked._entries) == 2
+
+
+def test_the_cache_compares_the_last_key_found_first_and_still_finds_only_what_was_added():
+    """The last key found answers a repeated call; any other key goes to the entries, so alternating calls, a key
+    one element off the last, None and an unhashable key each find exactly what was added for them."""
+    checked = contract.CheckedCalls()
+    first, second = contract.signature(**valid()), contract.signature(**plain())
+    assert checked.get(None) is None and checked.get(first) is None
+    checked.add(first, "first")
+    checked.add(second, "second")
+    for key, want in ((first, "first"), (first, "first"), (second, "second"), (first, "first"), (second, "second")):
+        assert checked.get(tuple(key)) == want  # an equal key, not the same object
+    assert checked.get(second[:-1] + (object(),)) is None and checked.get(None) is None
+    assert checked.get(second) == "second" and checked.get((*second[:-1], [])) is None
+    checked.add(None, "none")
+    assert checked.get(None) is None

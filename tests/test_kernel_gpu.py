@@ -239,3 +239,76 @@ def test_runs_on_the_current_stream():
     stream.synchronize()
     lines = buffers.mismatches()
     assert not lines, "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- the launch path
+
+def test_a_repeated_call_launches_its_own_buffers_with_their_new_contents():
+    """A cache hit launches the addresses its key holds: the same buffers loaded with new logits give the new
+    outputs, and a call on other buffers of the same shapes writes those, leaving the first ones' poison."""
+    b, bias = 5, FAMILIES[1].bias
+    rows = [rows for _, rows, _ in family_batches(b)][:3]
+    for request, renormalize in ((NO_METADATA, True), ((3, 16, 200), False)):
+        first = device.buffers(case_of("first buffers", rows[0], bias, SCALE, renormalize, request))
+        device.launch(first)
+        for n, logits in enumerate(rows[1:]):
+            first.load(replace(first.case, logits=np.ascontiguousarray(logits), generator=f"reloaded {n}"))
+            device.launch(first)
+            torch.cuda.synchronize()
+            lines = first.mismatches()
+            assert not lines, device.report(first.case, lines)
+        first.poison()
+        other = device.buffers(case_of("other buffers", rows[2], bias, SCALE, renormalize, request))
+        device.launch(other)
+        torch.cuda.synchronize()
+        lines = other.mismatches()
+        assert not lines, device.report(other.case, lines)
+        assert (first.ids_all.cpu() == IDS_POISON).all(), "a call on other buffers wrote the first ones"
+
+
+def test_a_repeated_call_runs_on_the_current_stream():
+    """The cached launch reads the current stream at each call: behind a long sleep on a side stream, the
+    default stream still sees poison."""
+    family = FAMILIES[-1]
+    buffers = device.buffers(case_of("behind a sleep, cached", family.rows[:3], family.bias, SCALE, True, (4, 0, 64)))
+    device.launch(buffers)
+    torch.cuda.synchronize()
+    buffers.poison()
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(50_000_000)
+        device.launch(buffers)
+    with torch.cuda.stream(torch.cuda.default_stream()):
+        assert (buffers.ids_all.cpu() == IDS_POISON).all(), "the cached call did not wait behind its stream's work"
+    stream.synchronize()
+    lines = buffers.mismatches()
+    assert not lines, "\n".join(lines)
+
+
+def test_a_call_made_while_another_device_is_current_launches_from_the_logits_device(monkeypatch):
+    """route launches from the logits' device when the current device is another one (here route is told of
+    another current index, so its switch to the logits' device runs on one GPU too), first and cached."""
+    family = FAMILIES[2]
+    another = torch.cuda.current_device() + 1
+    for n in range(2):
+        buffers = device.buffers(case_of(f"another device current {n}", family.rows[:4], family.bias, SCALE, True,
+                                         (8, 0, EXPERTS)))
+        for _ in range(2):
+            buffers.poison()
+            with monkeypatch.context() as patched:  # route's own view of the current device, nothing else's
+                patched.setattr(routing, "current_device", lambda: another)
+                routing.route(*device.route_args(buffers))
+            torch.cuda.synchronize()
+            lines = buffers.mismatches()
+            assert not lines, device.report(buffers.case, lines)
+
+
+def test_the_compiled_variant_refuses_launch_arguments_of_another_form():
+    """The compiled TVM-FFI function takes the launch arguments route passes and the stream, and refuses a call
+    of another form with a TypeError naming it, before anything is launched."""
+    fn = routing.compiled_routing(False, True)
+    with pytest.raises(TypeError, match="Expects 8 parameters"):
+        fn(0, 0, 0, 0, 1, EXPERTS, 1.0)
+    with pytest.raises(TypeError, match="Mismatched type on argument #4"):
+        fn(0, 0, 0, 0, 1.5, EXPERTS, 1.0, 0)

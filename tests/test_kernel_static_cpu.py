@@ -11,10 +11,14 @@ the mutant probe call it, is also shown to fail on a hand-edited copy of the rea
 
 import re
 
+import cutlass.cute as cute
 import numpy as np
 import pytest
+from cutlass import Float32, Int32
+from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
 
-from kernel import routing
+from kernel import contract, routing
+from kernel.layout import EXPERTS, TOP_K
 from oracles.ptx import flow
 from properties.codegen import checks as codegen_checks
 from properties.codegen.checks import CHECKS, VARIANTS, compiled
@@ -170,3 +174,34 @@ def test_float_constants_are_the_float32_values():
 def test_a_wrong_constant_is_reported(monkeypatch):
     monkeypatch.setattr(routing, "RENORM_EPS", routing.Imm(int(np.float32(1e-20).view(np.uint32))))
     assert codegen_checks.constant_problems() != []
+
+
+# ---------------------------------------------------------------------------------------------- the launcher
+
+def _tensor_typed_ptx(metadata, folder):
+    """The PTX of the variant launched with fake torch-tensor arguments, as TVM-FFI once took route's tensors:
+    the layouts its signature check assumed (symbolic rows, a logits row stride of 4 elements' multiple)."""
+    rows, variant = cute.sym_int(), routing._Routing(metadata, True)
+    args = [make_fake_tensor(Float32, (rows, EXPERTS), stride=(cute.sym_int64(divisibility=4), 1),
+                             assumed_align=contract.TENSOR_ALIGN),
+            make_fake_tensor(Float32, (EXPERTS,), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
+            make_fake_tensor(Int32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=4),
+            make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=4), Float32(1.0)]
+    if metadata:
+        args += [make_fake_tensor(Int32, (cute.sym_int(),), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
+                 Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
+    args.append(make_fake_stream(use_tvm_ffi_env_stream=True))
+    launcher = variant.launch_metadata if metadata else variant.launch_plain
+    return cute.compile(launcher, *args, options=f"--enable-tvm-ffi --keep-ptx --dump-dir={folder} "
+                                                 "--gpu-arch=sm_90a").__ptx__
+
+
+@pytest.mark.parametrize("metadata", (False, True))
+def test_the_kernel_launched_from_addresses_is_the_kernel_of_the_tensor_typed_launch(metadata, tmp_path):
+    """route's launchers take addresses and extents and build the tensors themselves: the kernel they launch is
+    the one a launch of tensors with the checked layouts compiles to, instruction for instruction."""
+    def code(ptx):
+        return [line for line in ptx.splitlines() if not line.lstrip().startswith((".loc", ".file", "//"))]
+
+    launched = routing.compile_artifacts(metadata, True)[0]
+    assert ".entry" in launched and code(launched) == code(_tensor_typed_ptx(metadata, tmp_path))

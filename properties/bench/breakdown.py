@@ -141,14 +141,19 @@ def _launches(b):
     metadata = torch.empty(metadata_size(TILE_N), dtype=torch.int32, device="cuda")
     plain = (logits, bias, ids, weights, contract.scale_f32(SCALE))
     with_meta = plain + (metadata, 0, EXPERTS, TILE_N, contract.cta_table(TILE_N))
-    return {False: lambda fn: fn(*plain), True: lambda fn: fn(*with_meta)}
+    # Launched as route launches: the arguments read from the tensors (which the closures keep alive), the
+    # current stream read at the call (the capturing one during a capture).
+    index = logits.device.index
+    return {with_metadata: lambda fn, a=a: fn(*routing.launch_arguments(*a), routing.current_stream(index))
+            for with_metadata, a in ((False, plain), (True, with_meta))}
 
 
 def run(args):
     if not torch.cuda.is_available():
         print("properties.bench.breakdown: no CUDA device (--table needs none)", file=sys.stderr)
         return 2
-    compiled = {name: routing.compile_variant(_Stage(name, metadata)) for name, metadata, _ in STAGES}
+    compiled = {name: routing.ffi_function(routing.compile_variant(_Stage(name, metadata)))
+                for name, metadata, _ in STAGES}
     record = {"schema": SCHEMA, "provenance": provenance(),
               "config": {"bs": list(args.bs), "iterations": args.iterations, "repetitions": args.repetitions,
                          "tile_n": TILE_N, "local_expert_offset": 0, "num_local_experts": EXPERTS},

@@ -88,7 +88,7 @@ def run(args):
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
     results["eager"] = {name: {} for name in report.EAGER_VARIANTS}
-    results["eager_parts"] = {}
+    results["eager_parts"] = {name: {} for name in report.EAGER_VARIANTS}
     results["information"] = {name: {} for name in report.INFORMATION_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
@@ -108,7 +108,9 @@ def run(args):
         for name in report.EAGER_VARIANTS:
             results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.eager_call(name),
                                                          args.eager_calls)
-        results["eager_parts"][str(b)] = rec.attempt(f"eager parts b={b}", eager_parts, problem, args.eager_calls)
+        for name in report.EAGER_VARIANTS:
+            results["eager_parts"][name][str(b)] = rec.attempt(f"eager parts {name} b={b}", eager_parts, problem,
+                                                               name, args.eager_calls)
         for name, info in measured["information"].items():
             results["information"][name][str(b)] = info
         for target, stat in measured["producer"].items():

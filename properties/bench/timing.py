@@ -157,26 +157,33 @@ def eager_us(run, calls):
     return {"mean_us": _median(means), "means_us": means, "calls": calls}
 
 
-def eager_parts(problem, calls):
-    """Where one eager ``route()`` call with metadata spends its host time, µs each (median of EAGER_REPEATS
-    means of ``calls``): the call signature, its lookup in the cache of checked calls,
-    ``torch.cuda.current_device()``, and the compiled TVM-FFI function called alone with route's arguments."""
-    args = device.route_args(problem.cute_meta)
-    logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n = args
-    key = contract.signature(*args)
+def eager_parts(problem, name, calls):
+    """Where one eager ``route()`` call of variant ``name`` (``cute`` or ``cute_meta``) spends its host time, µs
+    each (median of EAGER_REPEATS means of ``calls``): the call signature, its lookup in the cache of checked
+    calls, ``routing.current_device()``, ``routing.current_stream()``, and the compiled TVM-FFI function called
+    alone with the launch arguments a cache hit holds."""
+    args = device.route_args(getattr(problem, name))
+    logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n = (*args, None, 0, 0, 0)[:10]
+    full = (logits, bias, ids, weights, scale, renormalize, metadata, offset, count, tile_n)
+    key = contract.signature(*full)
     checked = contract.CheckedCalls()
     checked.add(key, "entry")
-    fn = routing.compiled_routing(True, renormalize, routing.kernel_tokens(True, logits.shape[0], tile_n))
-    ffi_args = (logits, bias, ids, weights, contract.scale_f32(scale), metadata, offset, count, tile_n,
-                contract.cta_table(tile_n))
-    signature = _median(_means_us(lambda: contract.signature(*args), calls))
-    lookup = _median(_means_us(lambda: checked.get(contract.signature(*args)), calls)) - signature
-    current = _median(_means_us(torch.cuda.current_device, calls))
+    with_metadata = metadata is not None
+    fn = routing.compiled_routing(with_metadata, renormalize, routing.kernel_tokens(with_metadata, logits.shape[0],
+                                                                                    tile_n))
+    scalars = (offset, count, tile_n, contract.cta_table(tile_n)) if with_metadata else ()
+    launch_args = routing.launch_arguments(logits, bias, ids, weights, contract.scale_f32(scale), metadata, *scalars)
+    index = logits.device.index
+    stream = routing.current_stream(index)
+    signature = _median(_means_us(lambda: contract.signature(*full), calls))
+    lookup = _median(_means_us(lambda: checked.get(contract.signature(*full)), calls)) - signature
+    current = _median(_means_us(routing.current_device, calls))
+    stream_us = _median(_means_us(lambda: routing.current_stream(index), calls))
     torch.cuda.synchronize()
-    compiled = _median(_means_us(lambda: fn(*ffi_args), calls))
+    compiled = _median(_means_us(lambda: fn(*launch_args, stream), calls))
     torch.cuda.synchronize()
     return {"signature_us": signature, "lookup_us": lookup, "current_device_us": current,
-            "compiled_call_us": compiled, "calls": calls}
+            "current_stream_us": stream_us, "compiled_call_us": compiled, "calls": calls}
 
 
 def _time_fn(fn, cfg):

@@ -72,6 +72,8 @@ ON_THE_CPU_ALL_ON_ONE = ("on the CPU every tensor is on the CPU: the logits' own
 ADDRESS_NAMES_DEVICE = ("the key holds every tensor's address, and on a GPU (CUDA's unified addresses) a tensor on "
                         "another device has another address: only the CPU tier's tensor claiming another device "
                         "at the same address reaches the device left out of the key")
+NOTHING_CACHED_ON_THE_CPU = ("the CPU tier keys calls with the signature alone: no call passes the device check on "
+                             "the CPU, so its cache holds nothing to answer with")
 NO_MISALIGNED_CUDA_ELEMENT = ("a CUDA tensor's address moves by whole elements (a view of a CUDA buffer starts on "
                               "one), so an int32 or float32 output 1 to 3 bytes off is made on the CPU alone")
 
@@ -338,6 +340,10 @@ CONTRACT_MUTANTS = (
     _sig("signature_without_metadata_dtype", "the metadata's dtype", "metadata.dtype,\n", "\n"),
     _sig("signature_without_metadata", "the metadata's presence and attributes",
          "        if metadata is None:\n            return key\n", "        return key\n"),
+    # ---- the cache of checked calls (kernel/contract.py's CheckedCalls)
+    _clause("last_key_unchecked", "the cache answers every call after a repeated one with that call's launch (its "
+            "last key found taken for any key)", "            if key == self._last_key:\n",
+            "            if self._last_key is not None:\n", kills=(CONTRACT_GPU,), escapes=NOTHING_CACHED_ON_THE_CPU),
 )
 
 CATALOG = KERNEL_MUTANTS + CONTRACT_MUTANTS
