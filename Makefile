@@ -41,8 +41,9 @@ test: $(STAMP)
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) $(PYTEST_ARGS)
 
 # reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
-# bench whatever they returned ($(call and_report,ARGS) keeps their exit status), or alone by `make report`.
-and_report = status=$$?; $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
+# bench whatever they returned ($(call and_report,ARGS) keeps their exit status) but a refusal (exit 2: nothing
+# ran, so nothing is written), or alone by `make report`.
+and_report = status=$$?; test $$status -eq 2 || $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
 .PHONY: report
 report: $(STAMP)
 	$(PY) -m properties.report $(REPORT_ARGS)

@@ -12,9 +12,12 @@ versions) and DIR/junit.xml, each whole or not at all; the previous run's report
 Fails on any failed test, on any skip that is not a named one (a GPU check without CUDA, the FlashInfer
 build without nvcc or sources), on a selection that ran no test, on MUFU tables that differ on this GPU, and
 with VERIFY_REQUIRE_GPU=1 (or --require-gpu) when no GPU was found, no GPU check passed, or any GPU check,
-oracle or the FlashInfer library could not run. SIGTERM or SIGINT: pytest is ended and verify.json says
+oracle or the FlashInfer library could not run; a test file or folder it was given that does not exist is
+named. VERIFY_REQUIRE_GPU must be 1 or 0; VERIFY_IMPL's plug-in specs (checked for form before anything
+runs) reach only the tests meant for plug-ins, as --verify-impl options. SIGTERM or SIGINT: pytest is ended and verify.json says
 INCOMPLETE (the failures so far, the parts not finished); exit 128 + the signal's number. Unknown options,
-profiles or a --reports that is a file: one line, exit 2, nothing written.
+profiles, a --reports that is a file or a malformed VERIFY_REQUIRE_GPU or VERIFY_IMPL: one line, exit 2,
+nothing written.
 """
 
 import argparse
@@ -81,19 +84,58 @@ def _positive(text):
     return value
 
 
+REQUIRE_GPU_ENV = "VERIFY_REQUIRE_GPU"
+REQUIRE_GPU_VALUES = {"1": True, "0": False, "": False}
+
+
+def require_gpu_env(environ):
+    """VERIFY_REQUIRE_GPU: 1 requires a GPU, 0 or unset does not; ValueError (one line) for anything else, which
+    would otherwise read as false."""
+    value = environ.get(REQUIRE_GPU_ENV, "")
+    if value not in REQUIRE_GPU_VALUES:
+        raise ValueError(f"{REQUIRE_GPU_ENV}={value!r}: must be 1 (require a GPU) or 0 (do not)")
+    return REQUIRE_GPU_VALUES[value]
+
+
+def plugin_specs(environ):
+    """The plug-in specs of VERIFY_IMPL (space-separated NAME=MODULE:ATTR or NAME=PATH.py:ATTR), each checked for
+    form; ValueError (one line) naming the variable and the first malformed one."""
+    from properties.engine.plugins import ENV, parse as parse_spec
+
+    specs = environ.get(ENV, "").split()
+    for spec in specs:
+        try:
+            parse_spec(spec)
+        except ValueError as exc:
+            raise ValueError(f"{ENV}: {str(exc).removeprefix('--impl ')}") from None
+    return specs
+
+
+def missing_paths(pytest_args):
+    """The test files or folders named in ``pytest_args`` (an argument ending in .py or starting with tests/,
+    before any ::) that do not exist: pytest's usage error names them only on its own stderr."""
+    paths = [arg.split("::")[0] for arg in pytest_args if not arg.startswith("-")]
+    return [p for p in paths if (p.endswith(".py") or p.startswith("tests")) and not (ROOT / p).exists()]
+
+
 def parse(argv):
     """(options, pytest arguments) of a command line; one line and exit 2 for anything unknown."""
     argv = list(sys.argv[1:] if argv is None else argv)
     pytest_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = OneLineParser(prog="gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--require-gpu", action="store_true", default=os.environ.get("VERIFY_REQUIRE_GPU") == "1")
+    parser.add_argument("--require-gpu", action="store_true", default=False)
     parser.add_argument("--reports", type=_reports_folder, default=ROOT / "reports")
     parser.add_argument("--profile", default=None,
                         help=f"Hypothesis profile (default: {profiles.GATE_GPU} with a GPU, else {profiles.GATE_CPU})")
     parser.add_argument("--workers-per-gpu", type=_positive, default=None,
                         help="pytest-xdist workers per GPU (default: from the cores, properties/tools/gpu_groups.py)")
     args = parser.parse_args(argv)
+    try:
+        args.require_gpu = args.require_gpu or require_gpu_env(os.environ)
+        args.plugins = plugin_specs(os.environ)
+    except ValueError as exc:
+        parser.error(str(exc))
     args.profile = args.profile or (profiles.GATE_CPU if cuda_reason() else profiles.GATE_GPU)
     problem = profiles.problem(args.profile, profiles.seeded(pytest_args))
     if problem:
@@ -185,7 +227,8 @@ def run_tests(scratch, profile, workers, pytest_args, gpus=0):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
            f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), "--dist", "worksteal", *pytest_args]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, gpu_groups.GPUS_ENV: str(gpus)},
+    env = {name: value for name, value in os.environ.items() if name != "VERIFY_IMPL"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, gpu_groups.GPUS_ENV: str(gpus)},
                             start_new_session=True)
     try:
         rc = proc.wait()
@@ -212,18 +255,25 @@ def oracles_not_run():
     return failed_on_gpu()
 
 
-def plugins_status():
-    """name -> None (it runs) or why not, for each plug-in of VERIFY_IMPL or an installed entry point
-    (properties/engine/plugins.py); the differential tests check the ones that run, a refused one fails."""
+def plugins_status(specs):
+    """name -> None (it runs) or why not, for each plug-in of ``specs`` (VERIFY_IMPL's) or an installed entry
+    point (properties/engine/plugins.py); the plug-in tests check the ones that run, a refused one fails."""
     import importlib.metadata
 
-    from properties.engine.plugins import ENV, GROUP
+    from properties.engine.plugins import GROUP
 
-    if not os.environ.get(ENV, "").split() and not importlib.metadata.entry_points(group=GROUP):
+    if not specs and not importlib.metadata.entry_points(group=GROUP):
         return {}
     from properties.engine import implementations
 
+    implementations.configure(specs)
     return {**{name: None for name in implementations.configured()}, **implementations.refused()}
+
+
+def pytest_plugin_options(specs):
+    """The pytest options handing VERIFY_IMPL's plug-ins to the tests meant for them (conftest.py's --verify-impl),
+    never to the environment of every test's subprocesses."""
+    return [f"--verify-impl={spec}" for spec in specs]
 
 
 def _ran_nothing(rc, summary):
@@ -339,12 +389,13 @@ def _run(args, pytest_args):
                       flush=True)
                 ticker.part = "oracle probes"
                 parts["oracle probes"] = oracles_not_run()
-                plugins = plugins_status()
+                plugins = plugins_status(args.plugins)
                 ticker.part = "mufu tables"
                 parts["mufu tables"] = check_mufu(gpu_reason)
                 if not gpu_reason:
                     print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
                 selection = pytest_args + (["-m", "not gpu"] if parts["mufu tables"]["failed"] else [])
+                selection = pytest_plugin_options(args.plugins) + selection
                 ticker.part = "tests"
                 rc, summary = run_tests(scratch, args.profile, workers, selection, gpus)
                 parts["tests"] = summary
@@ -368,6 +419,7 @@ def _run(args, pytest_args):
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
                               gpu_reason, parts["mufu tables"], plugins)
+            reasons = [f"no such test file or folder: {path}" for path in missing_paths(pytest_args)] + reasons
             record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
         if (scratch / "junit.xml").is_file() and interrupted is None:
             shutil.move(scratch / "junit.xml", reports / "junit.xml.partial")
