@@ -126,8 +126,9 @@ gpu-install:
 # live NumPy model; exit 1 when anything differs. `corpus-generate` draws the regression corpus (FORCE=1
 # replaces it); `corpus-record` reruns every implementation on it and records the outputs (needs the GPU).
 .PHONY: replay corpus-generate corpus-record
-# Exit 0 agree, 1 differ, 2 unreadable, 3 nothing compared from `python -m properties.replay` (use it directly
-# in scripts: make reports any failure as its own exit 2; its last line, "Error 1" to "Error 3", keeps the code).
+# Exit 0 agree, 1 differ, 2 unreadable, 3 nothing compared, 4 an implementation asked for cannot run here, from
+# `python -m properties.replay` (use it directly in scripts: make reports any failure as its own exit 2; its
+# last line, "Error 1" to "Error 4", keeps the code).
 replay: $(STAMP)
 	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
 	$(PY) -m properties.replay $(CASE)

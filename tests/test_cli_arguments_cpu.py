@@ -52,6 +52,8 @@ ROWS = [
     ("properties.replay", ["{F}/missing.json"], "missing.json"),
     ("properties.replay", ["{F}/not-json.json"], "not-json.json"),
     ("properties.replay", ["{F}/empty"], "empty"),
+    ("properties.replay", [str(CASE), "--impl", "garbage"], "--impl"),
+    ("properties.replay", [str(CASE), "--impl", "bad=module_without_attr"], "--impl"),
     # ---- soak's rate table
     ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
     ("properties.soak.table", ["--update-readme", "extra"], "extra"),

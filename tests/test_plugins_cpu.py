@@ -107,7 +107,7 @@ def test_soak_and_replay_refuse_a_plugin_that_cannot_run_with_one_line(tmp_path,
     assert exit_info.value.code == 2 and err.splitlines()[-1].endswith("implementation bad not run: raised "
                                                                           "RuntimeError: boom")
     case = os.path.join(REPO, "corpora", "regression", "all_equal-000.json")
-    assert replay_main([case, "--impl", f"bad={path}:route"]) == 2
+    assert replay_main([case, "--impl", f"bad={path}:route"]) == 4
     assert "implementation bad not run: raised RuntimeError: boom" in capsys.readouterr().err
 
 
