@@ -8,8 +8,9 @@ import sys
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived outside a deferred stretch."""
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived before ``defer()``; a KeyboardInterrupt, so that every library that stops at
+    Ctrl-C (Hypothesis, subprocess) stops at either, and none takes it for an error of the code it interrupts."""
 
     def __init__(self, signum):
         super().__init__(signal.Signals(signum).name)
