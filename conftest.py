@@ -14,6 +14,7 @@ from hypothesis import settings
 
 from oracles.fpenv import assert_subnormals_kept
 from oracles.provenance import cuda_reason
+from properties.engine import compare
 from properties.tools import profiles, progress
 from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 
@@ -115,6 +116,17 @@ def pytest_xdist_node_collection_finished(node, ids):
     """Under pytest-xdist the controller collects nothing itself: every worker reports the same ids."""
     if _session["progress"] is not None and _session["progress"].collected is None:
         _session["progress"].set_collected(len(ids))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Report the cases the harness's comparison compared in the test (properties/engine/compare.py), for the
+    gate's "cases" column, unless the test reported its own through the ``cases`` fixture."""
+    before = compare.compared_cases()
+    yield
+    compared = compare.compared_cases() - before
+    if compared and not any(name == "cases" for name, _ in item.user_properties):
+        item.user_properties.append(("cases", compared))
 
 
 def pytest_collection_modifyitems(config, items):

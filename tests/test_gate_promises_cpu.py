@@ -1,13 +1,15 @@
 """`make test` and `make verify` keep their promise under misuse: a pytest run that executed no test does not
 exit 0, the settings read from the environment (HYPOTHESIS_PROFILE, VERIFY_REQUIRE_GPU, VERIFY_IMPL) are
-refused up front in one line, a refused gate leaves reports/index.html alone, and a missing test file is named
-in the gate's FAIL reason."""
+refused up front in one line, a refused gate leaves reports/index.html alone, a missing test file is named in
+the gate's FAIL reason, and the gate's "cases" column counts the cases compared."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from oracles.provenance import REPO_ROOT
@@ -116,3 +118,27 @@ def test_make_verify_writes_no_report_after_the_gate_refuses(tmp_path):
                             timeout=TIMEOUT_S)
     assert result.returncode != 0 and "unknown Hypothesis profile 'nope'" in result.stderr, result.stderr[-2000:]
     assert not page.exists() and not (tmp_path / "reports").exists()
+
+
+def test_the_cases_column_counts_the_cases_the_corpus_replay_compared(tmp_path):
+    """The gate's per-part "cases": every regression case of a generator replayed is one case compared (the
+    harness's comparison counts them, conftest.py reports them per test)."""
+    report = tmp_path / "tests.json"
+    result = _pytest([f"--gate-report={report}", "tests/test_corpus_cpu.py", "-k",
+                      "test_every_recorded_output_equals_the_model and all_equal"])
+    assert result.returncode == 0, result.stdout[-2000:]
+    groups = json.loads(report.read_text())["groups"]
+    replayed = sorted((REPO_ROOT / "corpora" / "regression").glob("all_equal-*.json"))
+    assert replayed and groups["corpus replay"]["passed"] == 1
+    assert groups["corpus replay"]["cases"] == len(replayed)
+
+
+def test_a_comparison_counts_one_case_when_it_compared_an_output():
+    from properties.engine import compare
+    from properties.engine.cases import Outputs
+
+    ids, weights = np.zeros((1, 8), np.int32), np.zeros((1, 8), np.float32)
+    before = compare.compared_cases()
+    compare.disagreements({"model": Outputs(ids, weights, None), "cute": Outputs(ids, weights, None)})
+    compare.disagreements({"model": Outputs(ids, weights, None)})  # the reference alone: nothing compared
+    assert compare.compared_cases() - before == 1
