@@ -47,8 +47,9 @@ test: $(STAMP) ## the default tests under HYPOTHESIS_PROFILE (default ci) with P
 	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) -m "not deep" $(PYTEST_ARGS)
 
 # reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
-# bench whatever they returned ($(call and_report,ARGS) keeps their exit status), or alone by `make report`.
-and_report = status=$$?; $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
+# bench whatever they returned ($(call and_report,ARGS) keeps their exit status) but a refusal (exit 2: nothing
+# ran, so nothing is written), or alone by `make report`.
+and_report = status=$$?; test $$status -eq 2 || $(PY) -m properties.report $(REPORT_ARGS) $(1) || true; exit $$status
 .PHONY: report
 report: $(STAMP) ## reports/index.html and reports/index-img/ from reports/ and properties/results/
 	$(PY) -m properties.report $(REPORT_ARGS)
@@ -138,8 +139,9 @@ gpu-install: ## BUNDLE=B: install the bundle's parts into .venv on the image's C
 # live NumPy model; exit 1 when anything differs. `corpus-generate` draws the regression corpus (FORCE=1
 # replaces it); `corpus-record` reruns every implementation on it and records the outputs (needs the GPU).
 .PHONY: replay corpus-generate corpus-record
-# Exit 0 agree, 1 differ, 2 unreadable, 3 nothing compared from `python -m properties.replay` (use it directly
-# in scripts: make reports any failure as its own exit 2; its last line, "Error 1" to "Error 3", keeps the code).
+# Exit 0 agree, 1 differ, 2 unreadable, 3 nothing compared, 4 an implementation asked for cannot run here, from
+# `python -m properties.replay` (use it directly in scripts: make reports any failure as its own exit 2; its
+# last line, "Error 1" to "Error 4", keeps the code).
 replay: $(STAMP) ## CASE=file-or-folder: replay saved cases against the live model (prints; writes nothing)
 	@test -n "$(CASE)" || { echo "usage: make replay CASE=corpora/failures/<case>.json [more cases or folders]"; exit 2; }
 	$(PY) -m properties.replay $(CASE)

@@ -14,6 +14,7 @@ from hypothesis import settings
 
 from oracles.fpenv import assert_subnormals_kept
 from oracles.provenance import cuda_reason
+from properties.engine import compare
 from properties.tools import depths, profiles, progress
 from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 
@@ -21,8 +22,7 @@ from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 # against the hardware would then be wrong. Checked before any test is collected.
 assert_subnormals_kept()
 
-profiles.register()
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT))
+profiles.register()  # loaded in pytest_configure, once the profile asked for is known to exist
 
 _SKIP_PREFIX = "Skipped: "
 _session = {"named": {}, "unnamed": [], "progress": None, "config": None, "gpu_passed": 0}
@@ -81,15 +81,26 @@ def pytest_addoption(parser):
     parser.addoption("--gate-report", default=None, help="write a per-group JSON summary of this run here")
     parser.addoption("--gate-progress", default=None,
                      help="append the tests done and failures to this file (properties/tools/progress.py)")
+    parser.addoption("--verify-impl", action="append", default=[], metavar="NAME=MODULE:ATTR",
+                     help="a plug-in for the tests meant for plug-ins (the gate hands over VERIFY_IMPL's specs so)")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    """Refuse an unknown profile, or a seed that the profile would ignore, before any test runs."""
-    profile = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE", profiles.DEFAULT)
+    """Refuse an unknown profile (HYPOTHESIS_PROFILE's too), or a seed that the profile would ignore, before
+    any test runs; then load the profile."""
+    environment = os.environ.get(profiles.ENV)
+    if environment is not None and environment not in profiles.PROFILES:
+        raise pytest.UsageError(f"{profiles.ENV}: {profiles.problem(environment, False)}")
+    profile = config.getoption("hypothesis_profile", None) or environment or profiles.DEFAULT
     problem = profiles.problem(profile, config.getoption("hypothesis_seed", None) is not None)
     if problem:
         raise pytest.UsageError(problem)
+    settings.load_profile(profile)
+    if config.getoption("--verify-impl"):
+        from properties.engine import implementations
+
+        implementations.configure(config.getoption("--verify-impl"))
     _session["progress"] = progress.Writer.for_config(config, config.getoption("--gate-progress"))
     _session["config"] = config
 
@@ -105,6 +116,17 @@ def pytest_xdist_node_collection_finished(node, ids):
     """Under pytest-xdist the controller collects nothing itself: every worker reports the same ids."""
     if _session["progress"] is not None and _session["progress"].collected is None:
         _session["progress"].set_collected(len(ids))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Report the cases the harness's comparison compared in the test (properties/engine/compare.py), for the
+    gate's "cases" column, unless the test reported its own through the ``cases`` fixture."""
+    before = compare.compared_cases()
+    yield
+    compared = compare.compared_cases() - before
+    if compared and not any(name == "cases" for name, _ in item.user_properties):
+        item.user_properties.append(("cases", compared))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's -m deselects by marker
@@ -185,12 +207,26 @@ def pytest_collectreport(report):
         g["skip_reasons"][reason] = g["skip_reasons"].get(reason, 0) + 1
 
 
+def _ran():
+    """Tests that passed or failed in this session (skipped and deselected ones are not)."""
+    return sum(g["passed"] + g["failed"] for g in _gate.values())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A session that verified nothing (every selected test skipped or deselected) does not exit 0: pytest's
+    own status would pass it; the terminal summary's last line says why."""
+    if progress.is_worker(session.config) or session.config.option.collectonly:
+        return
+    if exitstatus == pytest.ExitCode.OK and not _ran():
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if progress.is_worker(config):
         return
     path = config.getoption("--gate-report")
     gpu_not_run = _session["named"].get(GPU_NOT_RUN, 0)
-    ran = sum(g["passed"] + g["failed"] for g in _gate.values())
+    ran = _ran()
     if path:
         record = {"exitstatus": int(exitstatus), "groups": _gate, "ran": ran, "gpu_checks_not_run": gpu_not_run,
                   "gpu_checks_passed": _session["gpu_passed"],

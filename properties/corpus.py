@@ -18,6 +18,7 @@ import sys
 
 from hypothesis import HealthCheck, Phase, given, settings
 
+from oracles import interrupts
 from properties.engine import casefile
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REAL, run_all, unavailable
@@ -125,4 +126,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.corpus", main))

@@ -6,19 +6,24 @@
 Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
 model), every plug-in of ``--impl`` (properties/engine/plugins.py) and every built-in it names runs the case
 again, and each live output and each recorded output is compared with its reference's live output (the
-model's unless the implementation declares another, or the file records another for it), bit for bit. Exit status: 0 when everything agrees, 1 when anything differs (a saved failure
-reproduces), 2 when a file cannot be read or lacks an output its recording implementations write
-(the registry's ``writes()``), or when an implementation asked for cannot run: one line naming the file and the
-field, or "implementation NAME not run: <reason>"; every file is read before any case runs; 3 when some case
-compared nothing (no recorded output and no live implementation here but the model, the reference itself:
-nothing was checked, so it must not pass as agreeing). The last line printed says which: ``replay: AGREE``,
-``replay: DIFFER``, ``replay: UNREADABLE`` or ``replay: NOTHING COMPARED``; before it, a folder's counts.
+model's unless the implementation declares another, or the file records another for it), bit for bit. Plug-ins
+come only from ``--impl`` and installed entry points: replay does not read VERIFY_IMPL (the gate's). Exit
+status: 0 when everything agrees, 1 when anything differs (a saved failure reproduces), 2 when a file cannot be
+read or lacks an output its recording implementations write (the registry's ``writes()``): one line naming the
+file and the field; every file is read before any case runs; 3 when some case compared nothing (no recorded
+output and no live implementation here but the model, the reference itself: nothing was checked, so it must not
+pass as agreeing); 4 when an implementation asked for cannot run here (a GPU one on a CPU, a plug-in whose
+module is missing or whose probe fails): "implementation NAME not run: <reason>". The last line printed says
+which: ``replay: AGREE``, ``replay: DIFFER``, ``replay: UNREADABLE``, ``replay: NOTHING COMPARED`` or
+``replay: NOT RUN``; before it, a folder's counts. A malformed --impl is one line naming it, exit 2.
 """
 
+import argparse
 import sys
 
 from properties.engine import casefile
 from properties.engine import implementations
+from properties.engine import plugins
 from properties.engine.cases import FIELDS
 from properties.engine.compare import describe, disagreements, field_bits
 from properties.engine.implementations import REFERENCE, available, references_of, run_all, unavailable, writes
@@ -26,8 +31,9 @@ from properties.engine.plugins import NotRun
 from properties.tools.args import OneLineParser
 
 RECORDED = " (recorded)"
-AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED = 0, 1, 2, 3
-VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE", NOTHING_COMPARED: "NOTHING COMPARED"}
+AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED, NOT_RUN = 0, 1, 2, 3, 4
+VERDICTS = {AGREE: "AGREE", DIFFER: "DIFFER", UNREADABLE: "UNREADABLE", NOTHING_COMPARED: "NOTHING COMPARED",
+            NOT_RUN: "NOT RUN"}
 
 
 def compared(outputs, references=None):
@@ -103,14 +109,25 @@ def _counts(files, agree, differ, unreadable):
     return f"replay: {files} case file(s): {agree} agree, {differ} differ, {unreadable} unreadable"
 
 
+def _impl_spec(text):
+    """--impl: a built-in's name, or a plug-in spec of the right form (loaded and probed only once every file
+    was read)."""
+    if "=" in text:
+        try:
+            plugins.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("--impl ")) from None
+    elif text not in implementations.REGISTRY:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a built-in implementation "
+                                         f"({', '.join(implementations.REGISTRY)}) nor NAME=MODULE:ATTR")
+    return text
+
+
 def _implementations(impls):
     """The names to run: every available one and each of ``impls`` (built-in names or plug-in specs, loaded and
-    probed); NotRun or ValueError (one line) for one that cannot run."""
+    probed); NotRun (one line) for one that cannot run here."""
     names = [spec for spec in impls if "=" not in spec]
     for name in names:
-        if name not in implementations.REGISTRY:
-            raise ValueError(f"--impl {name!r}: not a built-in implementation ({', '.join(implementations.REGISTRY)}) "
-                             "nor NAME=MODULE:ATTR")
         reason = implementations.REGISTRY[name].unavailable()
         if reason is not None:
             raise NotRun(name, reason)
@@ -125,8 +142,8 @@ def _implementations(impls):
 
 def run(cases, impls=()):
     """Replay every case file or folder in ``cases`` on every available implementation and on ``impls``
-    (built-in names or plug-in specs); return AGREE, DIFFER, UNREADABLE or NOTHING_COMPARED (the worst over the
-    cases, NOTHING_COMPARED worst of all)."""
+    (built-in names or plug-in specs); return AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED (the worst over the
+    cases, NOTHING_COMPARED worst of all) or NOT_RUN (an implementation asked for cannot run here)."""
     paths = casefile.case_files(cases)
     if not paths:
         print(f"replay: no case files in {' '.join(map(str, cases))}", file=sys.stderr)
@@ -138,9 +155,9 @@ def run(cases, impls=()):
         return UNREADABLE
     try:
         names = _implementations(impls)
-    except ValueError as exc:  # NotRun or a malformed --impl
+    except NotRun as exc:  # every file was read: the implementation, not a file, is what failed
         print(f"replay: {exc}", file=sys.stderr)
-        return UNREADABLE
+        return NOT_RUN
     missing = {name: why for name, why in unavailable().items() if name not in names}
     if missing:
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
@@ -158,7 +175,8 @@ def run(cases, impls=()):
 def main(argv=None):
     parser = OneLineParser(prog="python -m properties.replay", description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    parser.add_argument("--impl", action="append", default=[], metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
+    parser.add_argument("--impl", action="append", default=[], type=_impl_spec,
+                        metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
                         help="also run this built-in or plug-in (repeatable)")
     args = parser.parse_args(argv)
     status = run(args.cases, args.impl)

@@ -53,6 +53,8 @@ ROWS = [
     ("properties.replay", ["{F}/missing.json"], "missing.json"),
     ("properties.replay", ["{F}/not-json.json"], "not-json.json"),
     ("properties.replay", ["{F}/empty"], "empty"),
+    ("properties.replay", [str(CASE), "--impl", "garbage"], "--impl"),
+    ("properties.replay", [str(CASE), "--impl", "bad=module_without_attr"], "--impl"),
     # ---- soak's rate table
     ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
     ("properties.soak.table", ["--update-readme", "extra"], "extra"),
@@ -83,6 +85,9 @@ ROWS = [
     ("properties.soak", [*SOAK_CPU, "--bench", "--bench-batches", "0"], "--bench-batches"),
     ("properties.soak", [*SOAK_CPU, "--bench", "--impl", "model"], "--bench"),
     ("properties.soak", ["--no-progress", "--rows", "10", "--device", "gpu0"], "--device"),
+    ("properties.soak", ["--no-progress", "--rows", "10", "--impl", "model", "--device", "cuda:3"], "--device", PROCESS),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--checkpoint-seconds", "0"],
+     "--checkpoint-seconds"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--backend", "mpi"], "--backend"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "nope"], "--impl"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--fault", "nope"], "--fault"),

@@ -85,5 +85,5 @@ def test_a_malformed_switch_is_refused_in_one_line(monkeypatch, capsys):
     monkeypatch.setenv("VERIFY_REQUIRE_FRESH", "yes")
     with pytest.raises(SystemExit) as exit_:
         gate.parse([])
-    assert exit_.value.code == 2 and "VERIFY_REQUIRE_FRESH must be 1 or 0" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "VERIFY_REQUIRE_FRESH='yes': must be 1 (on) or 0 (off)" in capsys.readouterr().err
 

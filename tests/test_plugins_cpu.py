@@ -107,7 +107,7 @@ def test_soak_and_replay_refuse_a_plugin_that_cannot_run_with_one_line(tmp_path,
     assert exit_info.value.code == 2 and err.splitlines()[-1].endswith("implementation bad not run: raised "
                                                                           "RuntimeError: boom")
     case = os.path.join(REPO, "corpora", "regression", "all_equal-000.json")
-    assert replay_main([case, "--impl", f"bad={path}:route"]) == 2
+    assert replay_main([case, "--impl", f"bad={path}:route"]) == 4
     assert "implementation bad not run: raised RuntimeError: boom" in capsys.readouterr().err
 
 
@@ -175,14 +175,14 @@ def test_an_entry_point_registers_a_plugin_with_no_flag(tmp_path, monkeypatch):
 def test_verify_impl_configures_plugins_and_keeps_the_refused(tmp_path, monkeypatch, registry):
     good = _module(tmp_path, _model_like(), name="good")
     bad = _module(tmp_path, "def route(*args):\n    pass\n", name="bad")
-    monkeypatch.setenv(plugins.ENV, f"good={good}:route bad={bad}:route")
-    monkeypatch.setattr(implementations, "_configured", {"loaded": False, "names": [], "refused": {}})
+    monkeypatch.setattr(implementations, "_configured", {"loaded": False, "names": [], "refused": {}, "specs": []})
+    implementations.configure([f"good={good}:route", f"bad={bad}:route"])
     assert "good" in implementations.available() and implementations.configured() == ["good"]
     assert implementations.refused() == {"bad": "wrote nothing into ids (declare the fields it writes: "
                                                  "route.declaration = {'writes': (...)})"}
 
 
-# ---------------------------------------------------------------------------- the plug-ins of VERIFY_IMPL
+# ------------------------------------- the plug-ins of VERIFY_IMPL (the gate hands them over as --verify-impl)
 
 CONFIGURED = implementations.configured() + sorted(implementations.refused())
 
@@ -225,9 +225,8 @@ def test_the_gate_gives_each_plugin_a_row_and_fails_on_a_refused_one(tmp_path, m
 
     good = _module(tmp_path, _model_like(), name="good")
     bad = _module(tmp_path, "def route(*args):\n    raise RuntimeError('boom')\n", name="bad")
-    monkeypatch.setenv(plugins.ENV, f"good={good}:route bad={bad}:route")
-    monkeypatch.setattr(implementations, "_configured", {"loaded": False, "names": [], "refused": {}})
-    status = gate.plugins_status()
+    monkeypatch.setattr(implementations, "_configured", {"loaded": False, "names": [], "refused": {}, "specs": []})
+    status = gate.plugins_status([f"good={good}:route", f"bad={bad}:route"])
     assert status == {"good": None, "bad": "raised RuntimeError: boom"}
     summary = {"groups": {}, "ran": 1, "unnamed_skips": [], "gpu_checks_not_run": 0, "gpu_checks_passed": 0}
     built = {"ran": True, "failed": False, "why": "", "seconds": 1.0}

@@ -56,14 +56,17 @@ def test_a_soak_with_nothing_under_test_is_refused(tmp_path, capsys):
 def test_the_model_alone_asked_for_by_name_runs_and_says_so(tmp_path, capsys):
     rc = soak_main(["--device", "cpu", "--no-progress", "--rows", "16", "--b", "2", "--problems", "8", "--impl",
                     "model", "--summary", str(tmp_path / "s.json"), "--failures-dir", str(tmp_path / "f")])
-    assert rc == 0 and capsys.readouterr().out.splitlines()[-1] == "soak: PASS: 16 rows agreed (model only) (exit 0)"
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert rc == 0 and last.startswith("soak: PASS: ") and last.endswith(" (model only) (exit 0)"), last
 
 
 def test_a_soak_that_verified_no_row_fails():
-    summary = {"model_mismatches": [], "this_run": {"rows": 0, "tally": {"disagreements": {}}}}
+    summary = {"model_mismatches": [], "this_run": {"rows": 0, "tally": {"disagreements": {}, "crosscheck_rows": 0}}}
     assert _verdict(summary, []) == (1, "soak: NOTHING VERIFIED: 0 rows (model only) (exit 1)")
     summary["this_run"]["rows"] = 8
-    assert _verdict(summary, ["cute"]) == (0, "soak: PASS: 8 rows agreed (cute) (exit 0)")
+    assert _verdict(summary, ["cute"]) == (
+        0, "soak: PASS: 8 rows agreed with the model on the device, 0 of them also compared with the NumPy model "
+           "(cute) (exit 0)")
 
 
 def test_a_harness_mutant_run_of_no_mutant_fails(monkeypatch):

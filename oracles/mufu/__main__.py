@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from oracles import interrupts
 from oracles import provenance
 from oracles.args import OneLineParser
 from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
@@ -443,4 +444,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m oracles.mufu", main))

@@ -24,6 +24,7 @@ from cutlass.memory import SmemAllocator
 
 from kernel import contract, routing
 from kernel.layout import EXPERTS, TOP_K, metadata_size
+from oracles import interrupts
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
@@ -219,4 +220,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.bench.breakdown", main))

@@ -33,6 +33,7 @@ import torch
 
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
+from oracles import interrupts
 from oracles.flashinfer_routing import build
 from oracles.provenance import REPO_ROOT, commit, gpu, host, nvidia_smi, utc_now, version
 from properties.bench import report
@@ -222,4 +223,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.bench", main))

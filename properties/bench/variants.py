@@ -27,6 +27,7 @@ import torch
 
 from kernel import contract, routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
+from oracles import interrupts
 from oracles.provenance import REPO_ROOT
 from properties.bench import record_cli
 from properties.bench.cli import provenance
@@ -233,4 +234,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.bench.variants", main))

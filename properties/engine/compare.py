@@ -45,12 +45,22 @@ def _compare(field, got, want, tile_n):
     return {"count": int(len(where)), "first": first}
 
 
+_counted = {"cases": 0}
+
+
+def compared_cases():
+    """How many calls of ``disagreements`` in this process compared at least one output with its reference's:
+    the cases compared, which the test session reports per test (conftest.py, the gate's "cases" column)."""
+    return _counted["cases"]
+
+
 def disagreements(outputs, reference=REFERENCE, tile_n=None, references=None):
     """One dict per (implementation, field) whose bits differ from its reference's: ``references[name]`` where
     given, else ``reference``; the references' own outputs are not compared; a field an implementation does
-    not produce is not compared. With ``tile_n``, metadata elements carry their names."""
+    not produce is not compared. With ``tile_n``, metadata elements carry their names. Counted by
+    ``compared_cases`` when it compared anything."""
     references = references or {}
-    found = []
+    found, compared = [], False
     for name, got in outputs.items():
         against = references.get(name, reference)
         if name == against or name in REFERENCES:
@@ -63,9 +73,10 @@ def disagreements(outputs, reference=REFERENCE, tile_n=None, references=None):
             if want is None:
                 difference = {"count": None, "first": [], "note": f"the reference {against} was not run"}
             else:
-                difference = _compare(field, got_bits, field_bits(want, field), tile_n)
+                difference, compared = _compare(field, got_bits, field_bits(want, field), tile_n), True
             if difference is not None:
                 found.append({"implementation": name, "reference": against, "field": field, **difference})
+    _counted["cases"] += compared
     return found
 
 

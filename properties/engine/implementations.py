@@ -3,11 +3,11 @@ soak) alike: the built-ins (properties/engine/builtins.py) and the plug-ins (pro
 all the interface of properties/engine/interface.py.
 
 Plug-ins come from ``add`` (the CLIs' ``--impl``) and, once per process at the first ``available()``, from
-the environment's VERIFY_IMPL and the installed entry points; one that cannot run is kept in ``refused()``
+the installed entry points and the specs of ``configure`` (VERIFY_IMPL's, in the gate and its test session
+only: no CLI reads the variable); one that cannot run is kept in ``refused()``
 with its reason, never dropped.
 """
 
-import os
 
 from oracles.provenance import cuda_reason
 from properties.engine import plugins
@@ -18,7 +18,7 @@ from properties.engine.compare import REFERENCE  # noqa: F401  (the registry nam
 REAL = ("model", "triton", "cute", "flashinfer")
 
 REGISTRY = {impl.name: impl for impl in BUILTINS}
-_configured = {"loaded": False, "names": [], "refused": {}}
+_configured = {"loaded": False, "names": [], "refused": {}, "specs": []}
 
 
 def add(specs):
@@ -37,13 +37,19 @@ def add(specs):
     return names
 
 
+def configure(specs):
+    """The plug-in specs ``configured()`` loads besides the entry points: VERIFY_IMPL's, handed over by the gate
+    (properties/tools/gate.py) or by the test session (conftest.py's --verify-impl); call before it."""
+    _configured["specs"] = list(specs)
+
+
 def configured():
-    """Names of the plug-ins of VERIFY_IMPL and of the installed entry points that were loaded (once per
+    """Names of the plug-ins of ``configure`` and of the installed entry points that were loaded (once per
     process); the ones that cannot run are in ``refused()``."""
     if not _configured["loaded"]:
         _configured["loaded"] = True
         found = plugins.entry_points()
-        for spec in os.environ.get(plugins.ENV, "").split():
+        for spec in _configured["specs"]:
             try:
                 found.append(plugins.load(spec, taken=REGISTRY))
             except ValueError as exc:  # NotRun or a malformed spec: refused, with its reason

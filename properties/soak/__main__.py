@@ -15,20 +15,29 @@ at least 1); without any it is refused. Case files go to reports/soak-failures/ 
 reports/soak.json unless --failures-dir, --summary or --resume say otherwise. Each implementation under test
 gets a verdict (properties/soak/verdict.py): a table on the terminal and verdict-NAME.json beside the summary.
 
+SIGINT or SIGTERM: no batch is enqueued, the ones in flight are retired, the summary of every batch verified is
+written (``interrupted`` names the signal) and one line says so, exit 130 or 143; before the first batch runs,
+nothing is written. Every --checkpoint-seconds (default 60) the summary of the batches verified so far is written whole, so
+after SIGKILL --resume goes on from it, losing at most that interval; no batch is verified twice.
+
 Exit status: 0 when everything agreed, 1 when an implementation disagreed (case files written) or the run
 verified no row, 2 on bad arguments or an implementation that cannot run ("implementation NAME not run:
 <reason>"), 3 when the model on the device differs from the NumPy model (the reference is not trusted). The
-last line says which: ``soak: PASS``, ``soak: FAIL``, ``soak: NOTHING VERIFIED`` or ``soak: MODEL MISMATCH``,
-with what was under test ("model only" for --impl model). --bench exits 1 when any bit disagreed while timing
+last line says which: ``soak: PASS``, ``soak: FAIL``, ``soak: NOTHING VERIFIED``, ``soak: MODEL MISMATCH`` or
+``soak: INTERRUPTED``, with what was under test ("model only" for --impl model) and what was compared: rows
+against the model on the device, and those also compared with the NumPy model (for the model alone, only
+those count). --bench exits 1 when any bit disagreed while timing
 (last line ``soak bench: FAIL``) and refuses a run with nothing under test (exit 2).
 """
 
 import argparse
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
+from oracles.interrupts import Interrupted, Interrupts
 from properties.soak import dist
 from properties.soak import verdict
 from properties.soak.adapter import FAULTS, MAX_TILE, MAX_TOKENS, add_plugins
@@ -103,6 +112,8 @@ def parser():
                    help=f"case files of disagreements (default {DEFAULT_FAILURES})")
     p.add_argument("--summary", type=types.output_file,
                    help=f"summary JSON (default {DEFAULT_SUMMARY}, or the resumed one)")
+    p.add_argument("--checkpoint-seconds", type=types.number(above=0), default=Config.checkpoint_seconds,
+                   help="write the summary of the batches verified so far this often (a killed run resumes from it)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--bench", action="store_true", help="print rows/s per implementation, variant and b")
     p.add_argument("--bench-batches", type=types.integer(1, SEED_MAX), default=20)
@@ -188,7 +199,8 @@ def _config(args, ctx):
                     implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
                     minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
                     progress=args.progress, previous=previous, depth=args.depth, compile_model=args.compile_model,
-                    graph_stages=args.graph_stages)
+                    graph_stages=args.graph_stages, checkpoint=args.summary or args.resume or DEFAULT_SUMMARY,
+                    checkpoint_seconds=args.checkpoint_seconds)
     under_test(config)
     return config
 
@@ -197,17 +209,47 @@ def _verdict(summary, under_test):
     """(exit status, last line) of a finished run."""
     this = summary["this_run"]
     what = ", ".join(under_test) or "model only"
+    crosschecked = this["tally"]["crosscheck_rows"]
     if summary["model_mismatches"]:
         return 3, "soak: MODEL MISMATCH: the model on the device differs from the NumPy model (exit 3)"
     if this["rows"] == 0:
         return 1, f"soak: NOTHING VERIFIED: 0 rows ({what}) (exit 1)"
+    if not under_test and not crosschecked:
+        return 1, f"soak: NOTHING VERIFIED: 0 of {this['rows']} rows compared with the NumPy model ({what}) (exit 1)"
     bad = sum(this["tally"]["disagreements"].values())
     if bad:
         return 1, f"soak: FAIL: {bad} disagreeing problem(s) in {this['rows']} rows ({what}) (exit 1)"
-    return 0, f"soak: PASS: {this['rows']} rows agreed ({what}) (exit 0)"
+    if not under_test:
+        return 0, (f"soak: PASS: {crosschecked} rows of the model on the device equal to the NumPy model's, of "
+                   f"{this['rows']} drawn ({what}) (exit 0)")
+    return 0, (f"soak: PASS: {this['rows']} rows agreed with the model on the device, {crosschecked} of them also "
+               f"compared with the NumPy model ({what}) (exit 0)")
 
 
 def main(argv=None):
+    """The soak; SIGINT or SIGTERM before its loop runs batches: one line, exit 128 + the signal's number,
+    nothing written (oracles/interrupts.py); once it does, see _interrupted."""
+    with Interrupts() as interrupts:
+        try:
+            return _main(argv, interrupts)
+        except Interrupted as exc:
+            print(f"soak: INTERRUPTED by {exc.name} before any batch was verified: nothing written "
+                  f"(exit {exc.exit_status})")
+            return exc.exit_status
+
+
+def _interrupted(summary, path, interrupts):
+    """(exit status, last line) of a run a signal ended: the summary at ``path`` covers every batch retired."""
+    this = summary["this_run"]
+    bad = sum(this["tally"]["disagreements"].values())
+    status = interrupts.exit_status or 128 + signal.SIGINT  # the signal reached another rank only
+    return status, (f"soak: INTERRUPTED by {summary['interrupted']}: {this['rows']} rows done, "
+                    f"{this['tally']['crosscheck_rows']} of them also compared with the NumPy model, {bad} disagreeing "
+                    f"problem(s); summary {path} (--resume {path} goes on from batch {summary['next_offset']}) "
+                    f"(exit {status})")
+
+
+def _main(argv, interrupts):
     p = parser()
     args = p.parse_args(argv)
     try:
@@ -245,9 +287,17 @@ def main(argv=None):
             if ctx.leader:
                 print(f"{args.resume}: done, {config.previous['tally']['rows']} rows of {config.rows}")
             return 0
-        summary = run(config, ctx)
+        summary = run(config, ctx, interrupts)
+        path = config.checkpoint
+        if "interrupted" in summary:
+            if ctx.leader:
+                write_summary(path, summary)
+            status, line = _interrupted(summary, path, interrupts)
+            if ctx.leader:
+                print(line)
+            return status
         if ctx.leader:
-            path = write_summary(args.summary or args.resume or DEFAULT_SUMMARY, summary)
+            path = write_summary(path, summary)
             this = summary["this_run"]
             print(json.dumps({"summary": str(path), "rows": this["rows"], "rows_per_second": this["rows_per_second"],
                               "disagreements": this["tally"]["disagreements"], "case_files": len(summary["case_files"]),

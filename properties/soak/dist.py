@@ -34,8 +34,12 @@ def _choose_device(request, local_rank):
     if request == "cpu" or (request == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise ValueError(f"device {request!r} asked for, but no CUDA device is usable here")
+        raise ValueError(f"--device {request}: no CUDA device is usable here")
     if request.startswith("cuda:"):
+        index, visible = int(request.split(":")[1]), torch.cuda.device_count()
+        if index >= visible:
+            raise ValueError(f"--device {request}: this machine shows {visible} CUDA device(s), cuda:0 to "
+                             f"cuda:{visible - 1}")
         return torch.device(request)
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 

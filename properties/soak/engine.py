@@ -21,7 +21,7 @@ from properties.soak import verdict
 from properties.soak.impls import FIELDS, Model, run_model
 from properties.soak.plan import Batch, Plan, Plans, Space
 from properties.soak.schedule import Pipeline, check_as_written, cross_check_flight, disagreeing
-from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance
+from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance, write_summary
 
 SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreement is counted
 
@@ -34,7 +34,9 @@ class Config:
     ``crosscheck``: problems per batch compared with the NumPy model; ``previous``: the summary resumed;
     ``depth``: batches on the device at once (properties/soak/schedule.py); ``compile_model``: the model's
     ids and weights through torch.compile on a CUDA device (properties/soak/impls.py); ``graph_stages``: each
-    plan's draw and model replayed from CUDA graphs on a CUDA device (properties/soak/graphed.py)."""
+    plan's draw and model replayed from CUDA graphs on a CUDA device (properties/soak/graphed.py);
+    ``checkpoint``: where rank 0 writes the summary of the batches retired so far, every ``checkpoint_seconds``
+    (a resumable summary on disk whatever ends the process)."""
 
     seed: int = 0
     offset: int = 0
@@ -53,6 +55,8 @@ class Config:
     depth: int = 3
     compile_model: bool = True
     graph_stages: bool = True
+    checkpoint: Path | None = None
+    checkpoint_seconds: float = 60.0
 
 
 def under_test(config):
@@ -181,8 +185,19 @@ def _retire(ctx, config, pipeline, tally):
     return plan.rows, found, None
 
 
-def run(config, ctx):
-    """Run the soak on this rank; returns the summary (the same on every rank)."""
+def _totals(ctx, tally):
+    """The tallies of every rank merged."""
+    totals = Tally()
+    for part in dist.gather(ctx, tally):
+        totals.merge(part)
+    return totals
+
+
+def run(config, ctx, interrupts=None):
+    """Run the soak on this rank; returns the summary (the same on every rank). ``interrupts``
+    (oracles/interrupts.py) is deferred once the loop starts; once it has a signal on any rank, no batch is enqueued and the ones in
+    flight are retired: the summary (``interrupted``: the signal's name) covers exactly the batches retired,
+    and its next_offset is the first batch not retired, so a resumed run verifies none twice."""
     impls = implementations(config)
     first = impls[0].impl.reference if impls else REFERENCE
     reference = Model.on(ctx.device, config.compile_model, config.graph_stages, reference=first)
@@ -193,8 +208,12 @@ def run(config, ctx):
                         draws=Draws(ctx.device, config.graph_stages))
     done = enqueued = previous.rows
     progress = Progress(config.progress and ctx.leader, config.rows, done)
-    start, step = time.monotonic(), 0
+    start, step, retired, checkpointed = time.monotonic(), 0, 0, time.monotonic()
+    devices = dist.gather(ctx, describe_device(ctx.device))
     enqueuing = config.rows is None or done < config.rows
+    interrupted = False
+    if interrupts is not None:
+        interrupts.defer()
     while enqueuing or pipeline.in_flight:
         rows_in = 0
         if enqueuing:
@@ -203,9 +222,12 @@ def run(config, ctx):
         rows, found, mismatch = 0, [], None
         if pipeline.in_flight and (pipeline.full or not enqueuing):
             rows, found, mismatch = _retire(ctx, config, pipeline, tally)
+            retired += 1
         out_of_time = config.seconds is not None and time.monotonic() - start >= config.seconds
-        rows_in, rows, failures, timeouts, bad_model = dist.all_sum(
-            ctx, [rows_in, rows, len(found), int(out_of_time), int(mismatch is not None)])
+        due = config.checkpoint is not None and time.monotonic() - checkpointed >= config.checkpoint_seconds
+        signalled = interrupts is not None and interrupts.requested
+        rows_in, rows, failures, timeouts, bad_model, due, signalled = dist.all_sum(
+            ctx, [rows_in, rows, len(found), int(out_of_time), int(mismatch is not None), int(due), int(signalled)])
         done, enqueued = done + rows, enqueued + rows_in
         if failures or bad_model:
             gathered = dist.gather(ctx, (found, mismatch))
@@ -213,16 +235,21 @@ def run(config, ctx):
                 written += _write(config, [f for fs, _ in gathered for f in fs], written, firsts)
             mismatches += [m for _, m in gathered if m]
         progress.update(rows, sum(tally.disagreements.values()))
-        enqueuing = enqueuing and not (timeouts or bad_model or (config.stop_on_failure and failures)
+        interrupted = interrupted or bool(signalled)
+        enqueuing = enqueuing and not (timeouts or bad_model or (config.stop_on_failure and failures) or signalled
                                        or (config.rows is not None and enqueued >= config.rows))
+        if due:
+            partial = _summary(config, ctx, _totals(ctx, tally), previous, time.monotonic() - start, retired, written,
+                               mismatches, devices, impls, firsts, pipeline)
+            if ctx.leader:
+                write_summary(config.checkpoint, partial)
+            checkpointed = time.monotonic()
     progress.close()
-    elapsed = time.monotonic() - start
-    totals = Tally()
-    for part in dist.gather(ctx, tally):
-        totals.merge(part)
-    devices = dist.gather(ctx, describe_device(ctx.device))
-    return _summary(config, ctx, totals, previous, elapsed, step, written, mismatches, devices, impls, firsts,
-                    pipeline)
+    summary = _summary(config, ctx, _totals(ctx, tally), previous, time.monotonic() - start, retired, written,
+                       mismatches, devices, impls, firsts, pipeline)
+    if interrupted:
+        summary["interrupted"] = interrupts.name or "a signal on another rank"
+    return summary
 
 
 def _summary(config, ctx, totals, previous, elapsed, steps, written, mismatches, devices, impls, firsts, pipeline):

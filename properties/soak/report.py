@@ -3,6 +3,7 @@ JSON with its provenance."""
 
 import dataclasses
 import json
+import os
 import platform
 from collections import Counter
 from pathlib import Path
@@ -107,9 +108,13 @@ def describe_device(device):
 
 
 def write_summary(path, summary):
+    """Write ``summary`` to ``path`` whole: through a temporary file beside it, renamed into place, so a process
+    killed meanwhile leaves the previous summary as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=1) + "\n")
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(summary, indent=1) + "\n")
+    os.replace(partial, path)
     return path
 
 

@@ -17,9 +17,12 @@ versions) and DIR/junit.xml, each whole or not at all; the previous run's report
 Fails on any failed test, on any skip that is not a named one (a GPU check without CUDA, the FlashInfer
 build without nvcc or sources), on a selection that ran no test, on MUFU tables that differ on this GPU, and
 with VERIFY_REQUIRE_GPU=1 (or --require-gpu) when no GPU was found, no GPU check passed, or any GPU check,
-oracle or the FlashInfer library could not run. SIGTERM or SIGINT: pytest is ended and verify.json says
+oracle or the FlashInfer library could not run; a test file or folder it was given that does not exist is
+named. VERIFY_REQUIRE_GPU must be 1 or 0; VERIFY_IMPL's plug-in specs (checked for form before anything
+runs) reach only the tests meant for plug-ins, as --verify-impl options. SIGTERM or SIGINT: pytest is ended and verify.json says
 INCOMPLETE (the failures so far, the parts not finished); exit 128 + the signal's number. Unknown options,
-profiles or a --reports that is a file: one line, exit 2, nothing written.
+profiles, a --reports that is a file or a malformed VERIFY_REQUIRE_GPU or VERIFY_IMPL: one line, exit 2,
+nothing written.
 """
 
 import argparse
@@ -89,12 +92,38 @@ def _positive(text):
     return value
 
 
-def _env_flag(name):
-    """An environment switch: unset, "" or "0" is off, "1" on; anything else is refused in one line."""
-    value = os.environ.get(name, "")
-    if value not in ("", "0", "1"):
-        raise argparse.ArgumentTypeError(f"{name} must be 1 or 0 (or unset), got {value!r}")
-    return value == "1"
+SWITCH_VALUES = {"1": True, "0": False, "": False}
+REQUIRE_GPU_ENV, REQUIRE_FRESH_ENV = "VERIFY_REQUIRE_GPU", "VERIFY_REQUIRE_FRESH"
+
+
+def switch_env(environ, name):
+    """An environment switch (VERIFY_REQUIRE_GPU, VERIFY_REQUIRE_FRESH): 1 is on, 0 or unset off; ValueError (one
+    line) for anything else, which would otherwise read as off."""
+    value = environ.get(name, "")
+    if value not in SWITCH_VALUES:
+        raise ValueError(f"{name}={value!r}: must be 1 (on) or 0 (off)")
+    return SWITCH_VALUES[value]
+
+
+def plugin_specs(environ):
+    """The plug-in specs of VERIFY_IMPL (space-separated NAME=MODULE:ATTR or NAME=PATH.py:ATTR), each checked for
+    form; ValueError (one line) naming the variable and the first malformed one."""
+    from properties.engine.plugins import ENV, parse as parse_spec
+
+    specs = environ.get(ENV, "").split()
+    for spec in specs:
+        try:
+            parse_spec(spec)
+        except ValueError as exc:
+            raise ValueError(f"{ENV}: {str(exc).removeprefix('--impl ')}") from None
+    return specs
+
+
+def missing_paths(pytest_args):
+    """The test files or folders named in ``pytest_args`` (an argument ending in .py or starting with tests/,
+    before any ::) that do not exist: pytest's usage error names them only on its own stderr."""
+    paths = [arg.split("::")[0] for arg in pytest_args if not arg.startswith("-")]
+    return [p for p in paths if (p.endswith(".py") or p.startswith("tests")) and not (ROOT / p).exists()]
 
 
 def parse(argv):
@@ -105,8 +134,8 @@ def parse(argv):
     parser = OneLineParser(prog="gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--deep", action="store_true",
                         help="run the deep tests (marked deep) instead of the default ones")
-    parser.add_argument("--require-gpu", action="store_true", default=None)
-    parser.add_argument("--require-fresh", action="store_true", default=None,
+    parser.add_argument("--require-gpu", action="store_true", default=False)
+    parser.add_argument("--require-fresh", action="store_true", default=False,
                         help="fail when the committed kill table was made for other inputs (VERIFY_REQUIRE_FRESH=1)")
     parser.add_argument("--reports", type=_reports_folder, default=ROOT / "reports")
     parser.add_argument("--profile", default=None,
@@ -115,9 +144,10 @@ def parse(argv):
                         help="pytest-xdist workers per GPU (default: from the cores, properties/tools/gpu_groups.py)")
     args = parser.parse_args(argv)
     try:
-        args.require_gpu = args.require_gpu or _env_flag("VERIFY_REQUIRE_GPU")
-        args.require_fresh = args.require_fresh or _env_flag("VERIFY_REQUIRE_FRESH")
-    except argparse.ArgumentTypeError as exc:
+        args.require_gpu = args.require_gpu or switch_env(os.environ, REQUIRE_GPU_ENV)
+        args.require_fresh = args.require_fresh or switch_env(os.environ, REQUIRE_FRESH_ENV)
+        args.plugins = plugin_specs(os.environ)
+    except ValueError as exc:
         parser.error(str(exc))
     args.profile = args.profile or (profiles.GATE_CPU if cuda_reason() else profiles.GATE_GPU)
     problem = profiles.problem(args.profile, profiles.seeded(pytest_args))
@@ -223,7 +253,8 @@ def run_tests(scratch, profile, workers, pytest_args, gpus=0):
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
            f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), "--dist", "worksteal", *pytest_args]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, gpu_groups.GPUS_ENV: str(gpus)},
+    env = {name: value for name, value in os.environ.items() if name != "VERIFY_IMPL"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, gpu_groups.GPUS_ENV: str(gpus)},
                             start_new_session=True)
     try:
         rc = proc.wait()
@@ -250,18 +281,25 @@ def oracles_not_run():
     return failed_on_gpu()
 
 
-def plugins_status():
-    """name -> None (it runs) or why not, for each plug-in of VERIFY_IMPL or an installed entry point
-    (properties/engine/plugins.py); the differential tests check the ones that run, a refused one fails."""
+def plugins_status(specs):
+    """name -> None (it runs) or why not, for each plug-in of ``specs`` (VERIFY_IMPL's) or an installed entry
+    point (properties/engine/plugins.py); the plug-in tests check the ones that run, a refused one fails."""
     import importlib.metadata
 
-    from properties.engine.plugins import ENV, GROUP
+    from properties.engine.plugins import GROUP
 
-    if not os.environ.get(ENV, "").split() and not importlib.metadata.entry_points(group=GROUP):
+    if not specs and not importlib.metadata.entry_points(group=GROUP):
         return {}
     from properties.engine import implementations
 
+    implementations.configure(specs)
     return {**{name: None for name in implementations.configured()}, **implementations.refused()}
+
+
+def pytest_plugin_options(specs):
+    """The pytest options handing VERIFY_IMPL's plug-ins to the tests meant for them (conftest.py's --verify-impl),
+    never to the environment of every test's subprocesses."""
+    return [f"--verify-impl={spec}" for spec in specs]
 
 
 def _ran_nothing(rc, summary):
@@ -384,7 +422,7 @@ def _run(args, pytest_args):
                       flush=True)
                 ticker.part = "oracle probes"
                 parts["oracle probes"] = oracles_not_run()
-                plugins = plugins_status()
+                plugins = plugins_status(args.plugins)
                 ticker.part = "mufu tables"
                 parts["mufu tables"] = check_mufu(gpu_reason)
                 if not gpu_reason:
@@ -395,6 +433,7 @@ def _run(args, pytest_args):
                 selection = ["-m", DEPTHS[args.deep]] + pytest_args
                 if parts["mufu tables"]["failed"]:
                     selection += ["-m", f"({DEPTHS[args.deep]}) and not gpu"]
+                selection = pytest_plugin_options(args.plugins) + selection
                 ticker.part = "tests"
                 rc, summary = run_tests(scratch, args.profile, workers, selection, gpus)
                 parts["tests"] = summary
@@ -418,6 +457,7 @@ def _run(args, pytest_args):
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
                               gpu_reason, parts["mufu tables"], plugins, parts["kill table"], args.require_fresh)
+            reasons = [f"no such test file or folder: {path}" for path in missing_paths(pytest_args)] + reasons
             record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
         if (scratch / "junit.xml").is_file() and interrupted is None:
             shutil.move(scratch / "junit.xml", reports / "junit.xml.partial")

@@ -12,6 +12,7 @@ _COMMON = {"deadline": None, "suppress_health_check": _SLOW_OK, "print_blob": Tr
 PROFILES = {"ci": (100, True), "dev": (50, False), "gate": (200, False), "gpu": (3000, False),
             "nightly": (100_000, False)}
 DEFAULT = "dev"
+ENV = "HYPOTHESIS_PROFILE"  # the profile of a pytest run without --hypothesis-profile (conftest.py)
 GATE_CPU, GATE_GPU = "ci", "gate"  # the gate's default profiles without and with a GPU
 SEED_OPTION = "--hypothesis-seed"
 

@@ -13,6 +13,7 @@ import torch
 
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TOKENS
+from oracles import interrupts
 from oracles.provenance import cuda_reason
 from properties.engine import device
 from properties.engine.cases import RoutingCase
@@ -105,4 +106,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.tools.smoke", main))

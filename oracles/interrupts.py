@@ -1,0 +1,70 @@
+"""SIGINT and SIGTERM for the long command lines: they end the command within seconds with one line and exit
+128 + the signal's number (130, 143), never a KeyboardInterrupt traceback; a loop that keeps a summary defers
+them to its next step, so that the summary it writes is whole and resumable."""
+
+import signal
+import sys
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived before ``defer()``; a KeyboardInterrupt, so that every library that stops at
+    Ctrl-C (Hypothesis, subprocess) stops at either, and none takes it for an error of the code it interrupts."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum, self.name = signum, signal.Signals(signum).name
+
+    @property
+    def exit_status(self):
+        return 128 + self.signum
+
+
+class Interrupts:
+    """While entered (from the main thread): SIGINT or SIGTERM raises Interrupted, or, once ``defer()`` was
+    called, only records itself (``requested``, ``name``, ``exit_status``) for the loop to stop at its next
+    step."""
+
+    def __init__(self):
+        self.signum, self._defer, self._previous = None, False, {}
+
+    def _handle(self, signum, frame):
+        self.signum = signum
+        if not self._defer:
+            raise Interrupted(signum)
+
+    def __enter__(self):
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def defer(self):
+        """From now on a signal only sets ``requested``: the loop that called this stops at its next step."""
+        self._defer = True
+
+    @property
+    def requested(self):
+        return self.signum is not None
+
+    @property
+    def name(self):
+        return signal.Signals(self.signum).name if self.requested else None
+
+    @property
+    def exit_status(self):
+        return 128 + self.signum if self.requested else None
+
+
+def run(prog, main, argv=None):
+    """``main(argv)`` with SIGINT and SIGTERM ending it in one line on stderr and exit 128 + the signal's
+    number; what ``main`` had not yet written whole stays unwritten."""
+    with Interrupts():
+        try:
+            return main(argv)
+        except Interrupted as exc:
+            print(f"{prog}: INTERRUPTED by {exc.name} (exit {exc.exit_status})", file=sys.stderr)
+            return exc.exit_status
