@@ -87,8 +87,8 @@ def test_the_gate_runs_the_gpu_tier_only_where_the_tables_hold(flip, verdict, gp
     assert record["mufu_tables"]["ran"] and "NVIDIA B200" in record["mufu_tables"]["why"]
     assert f"gate: mufu tables: {record['mufu_tables']['why']}" in out
     if flip:
-        assert gpu_gate == [["-k", "x", "-m", "not gpu"]]
+        assert gpu_gate == [["-m", "not deep", "-k", "x", "-m", "(not deep) and not gpu"]]
         assert record["reasons"] == [f"GPU tier not run: {record['mufu_tables']['why']}"]
         assert "MUFU.RCP in 5 of" in record["reasons"][0]
     else:
-        assert gpu_gate == [["-k", "x"]]
+        assert gpu_gate == [["-m", "not deep", "-k", "x"]]

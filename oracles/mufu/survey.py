@@ -9,6 +9,19 @@ per binade, how many outputs follow from the two base binades [1, 4) by an expon
 outputs (CHUNKS) are kept as second differences of their bit patterns (int8, larger ones escaped), each
 chunk its own xz stream, in priority order until the size budget is spent. The 16-bit instructions of
 hardware.HALF are kept whole (every input).
+
+How the structures were found (the survey of data/mufu-survey.json). LG2: for x >= 1 the outputs are
+RZ(e + lg2(m)), for x < 1 not; V is known only to an interval from its two binades ([1, 2): V toward zero;
+[0.5, 1): 2^36 - V - 1 toward zero), and with plain negation instead of the one's complement the two contradict
+each other at 36 fraction bits; the interval fitter then finds exactly one (C1, C2) in each of the 64 segments.
+SIN and COS: their .ftz and plain forms are equal on all 2^32 inputs (one SASS), so both get one function; S
+fits the same way (64 segments). TANH: every binade's outputs are constant on aligned runs of 2^(23 - q) inputs
+(q the fraction bits kept); the error against tanh of the quantised input is a cubic-like wave per segment of
+2^17 quanta, with jumps at the segment ends, so R, in units of the segment's lowest output, is bounded to
+[y, y + ulp(y)) and the interval fitter with the family's squarer (2^19) finds one (C1, C2) in each of the 51
+segments at shift 17. Least-squares quadratics over the float outputs cannot see the truncated squarer's bands
+(period-4 patterns in the first differences). Against the correctly rounded value on [1, 4), RSQ and SQRT are
+within one ulp but for 8 RSQ outputs of [1, 2) at -2 ulp.
 """
 
 import hashlib
