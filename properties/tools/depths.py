@@ -56,6 +56,20 @@ DEEP = (
     Deep("tests/test_gate_cpu.py::test_require_gpu_on_a_cpu_fails_even_when_every_selected_test_passed",
          "VERIFY_REQUIRE_GPU passing a CPU run end to end",
          "tests/test_gate_cpu.py::test_require_gpu_fails_without_a_gpu_or_without_a_passed_gpu_check"),
+    *(Deep(f"tests/test_flashinfer_peer_cpu.py::{test}", f"the benchmark peer's library, built with nvcc: {what}",
+           "deep alone: the peer is the benchmark's, no oracle, and the bench checks its outputs before timing it")
+      for test, what in (("test_library_holds_only_the_block_and_dyn_block_instances", "an instance too many"),
+                         ("test_library_links_every_flashinfer_symbol_it_uses", "a symbol left unlinked"),
+                         ("test_entry_refuses_bad_arguments_before_touching_cuda", "an entry that takes bad arguments"))),
+    Deep("tests/test_report_cpu.py::test_the_viewer_opens_every_example_and_mutant_case",
+         "a committed case file the viewer cannot draw",
+         "tests/test_report_cpu.py::test_the_case_page_marks_exactly_the_elements_that_differ"),
+    Deep("tests/test_soak_cpu.py::test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_replays",
+         "a soak that misses a tie fault within a million rows",
+         "tests/test_soak_cpu.py::test_a_metadata_fault_is_caught_and_saved_whole_and_its_case_file_replays"),
+    Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
+         "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
+         "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),
 )
 
 
