@@ -3,28 +3,19 @@
 ``check_arguments`` raises ValueError naming the first argument outside route's contract, before anything is
 written. A call whose signature (each tensor's address, shape, strides, dtype and device; every scalar with
 its type) equals one that passed is valid too, since the checks read nothing else: ``CheckedCalls`` keeps
-those signatures so a repeated call skips the checks. ``scale_f32`` and ``cta_table`` turn checked arguments
-into the launch's own (the float32 scale; the CTA counts per token count without a division).
+those signatures so a repeated call skips the checks. The device facts the checks hold arguments to (the row
+granule, the alignment) are kernel/layout.py's.
 """
 
-import functools
 import math
 import numbers
 
 import numpy as np
 import torch
 
-from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TENSOR_ALIGN, TOP_K, VECTOR_WORDS, metadata_size
 
-VECTOR_WORDS = 4  # the logits row stride's granule: 16-byte rows
-TENSOR_ALIGN = 16
 CACHE_LIMIT = 4096  # signatures kept; the cache starts afresh when full
-CTA_NIBBLE = 4
-
-
-def scale_f32(scale):
-    """``scale`` as the exact float32 value the model uses, so the FFI's conversion cannot round it."""
-    return float(np.float32(scale))
 
 
 def _fail(name, message):
@@ -209,10 +200,3 @@ class CheckedCalls:
         except TypeError:
             pass
 
-
-@functools.lru_cache(maxsize=MAX_TILE)
-def cta_table(tile_n):
-    """ceil(c / tile_n) in nibble c - 1 for c = 1..TOP_K tokens of one expert, as an int32 (the kernel's
-    CTA count per expert without a division)."""
-    table = sum(-(-c // tile_n) << (CTA_NIBBLE * (c - 1)) for c in range(1, TOP_K + 1))
-    return table - (1 << 32) if table >= 1 << 31 else table

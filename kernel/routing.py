@@ -18,10 +18,9 @@ complete); with metadata every warp writes, and a trigger warp there measured no
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
-import tempfile
 import threading
-from pathlib import Path
 
+import numpy as np
 import torch
 
 import cutlass
@@ -32,6 +31,7 @@ from cutlass.memory import SmemAllocator
 
 from kernel import contract
 from kernel.layout import (
+    CTA_NIBBLE,
     EXPERTS,
     EXPERTS_PER_LANE,
     MAX_TILE,
@@ -42,8 +42,11 @@ from kernel.layout import (
     META_NUM_CTAS,
     META_PADDED_TOKENS,
     META_PERMUTED_TO_TOKEN,
+    TENSOR_ALIGN,
     TOP_K,
+    VECTOR_WORDS,
     WARP,
+    cta_table,
     metadata_size,
 )
 from kernel.network import SORT8
@@ -62,11 +65,10 @@ from kernel.primitives import (
 )
 
 __all__ = [
-    "EXPERTS", "TOP_K", "MAX_TOKENS", "WARP", "THREADS", "WARPS", "EXPERTS_PER_LANE", "MAX_TILE",
-    "META_PADDED_TOKENS", "META_NUM_CTAS", "META_EXPANDED_TO_PERMUTED", "META_CTA_BATCH",
-    "META_CTA_LIMIT", "META_PERMUTED_TO_TOKEN", "metadata_size", "BLOCK_THREADS", "route", "compile_routing",
-    "compile_variant", "compiled_routing", "prepare", "compile_artifacts", "KERNELS", "VARIANT_KEYS",
-    "kernel_tokens", "ffi_function", "launch_arguments", "current_device", "current_stream",
+    "Routing", "sigmoid", "load_lane", "sorted_words", "pick_row", "plain_row", "plain_ctas", "WORD_BYTES",
+    "KEY_SHIFT", "THREADS", "WARPS", "BLOCK_THREADS", "route", "prepare", "checked_calls", "compile_routing",
+    "compile_variant", "compiled_routing", "compile_artifacts", "KERNELS", "VARIANT_KEYS", "kernel_tokens",
+    "ffi_function", "launch_arguments", "scale_f32", "current_device", "current_stream",
 ]
 
 WARPS = MAX_TOKENS
@@ -91,7 +93,6 @@ SLOT_MASK = EXPERTS_PER_LANE - 1
 SIGN_BIT = 0x80000000
 WORD_BYTES = 4
 WORD_SHIFT = 2  # log2(WORD_BYTES)
-VECTOR_WORDS = contract.VECTOR_WORDS  # one 16-byte access
 PADDING = -1
 # A local expert's shared route word: nibble t for token t, TOKEN_FLAG | k when the token's pick k is it.
 NIBBLE = 4
@@ -108,7 +109,7 @@ def _select(cond, if_true, if_false):
     return type(if_false)(cutlass.select_(cond, if_true, if_false))
 
 
-def _sigmoid(x):
+def sigmoid(x):
     """Triton's tl.sigmoid: 1 / (1 + 2^((0 - x) * log2 e)), instruction for instruction."""
     t = mul_f32(sub_f32(ZERO, x), LOG2E)
     return div_full_f32(ONE, add_f32(ex2_approx_f32(t), ONE))
@@ -125,7 +126,7 @@ def _order_key(c):
     return bits ^ flip
 
 
-def _load_lane(address):
+def load_lane(address):
     """The 8 floats at a 16-byte aligned address, as two 16-byte loads in program order."""
     return ld_global_v4_f32(address) + ld_global_v4_f32(address + VECTOR_WORDS * WORD_BYTES)
 
@@ -137,7 +138,7 @@ def _store_scores(address, scores):
     st_shared_v4_f32(address + VECTOR_WORDS * WORD_BYTES, reversed_scores[VECTOR_WORDS:])
 
 
-def _sorted_words(corrected, address):
+def sorted_words(corrected, address):
     """The lane's candidate words, best first: the larger key, then the lower slot (the larger address of
     its score, ``address`` holding slot 7's)."""
     words = [(Uint64(_order_key(c)) << KEY_SHIFT) | Uint64(address + (SLOT_MASK - j) * WORD_BYTES)
@@ -238,7 +239,7 @@ def _by_pick(values, mine):
     return out
 
 
-def _pick_row(mLogits, mIds, sScores, bias, row, lane):
+def pick_row(mLogits, mIds, sScores, bias, row, lane):
     """Pick token ``row``'s top 8 with its warp and write its ids; returns (the expert id of the lane's pick,
     index lane % TOP_K; the 8 picks' score addresses; that of the lane's pick).
 
@@ -247,12 +248,12 @@ def _pick_row(mLogits, mIds, sScores, bias, row, lane):
     region, where a pick's score address finds its score and its expert.
     """
     first = lane * EXPERTS_PER_LANE
-    logits = _load_lane((mLogits.iterator + cute.crd2idx((row, first), mLogits.layout)).toint())
-    scores = [_sigmoid(x) for x in logits]
+    logits = load_lane((mLogits.iterator + cute.crd2idx((row, first), mLogits.layout)).toint())
+    scores = [sigmoid(x) for x in logits]
     corrected = [add_f32(s, b) for s, b in zip(scores, bias)]
     region = sScores.iterator.toint() + row * (EXPERTS * WORD_BYTES)
     _store_scores(region + first * WORD_BYTES, scores)
-    addresses = _top_k(_sorted_words(corrected, region + first * WORD_BYTES))
+    addresses = _top_k(sorted_words(corrected, region + first * WORD_BYTES))
     # The shuffles synchronise the warp; this orders the other lanes' score stores before any load.
     cute.arch.sync_warp()
     mine = lane % TOP_K
@@ -269,7 +270,7 @@ def _write_weights(mWeights, row, lane, addresses, address, scale, renormalize):
 
 def _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, renormalize):
     """Route token ``row`` with its warp: ids and weights."""
-    _, addresses, address = _pick_row(mLogits, mIds, sScores, bias, row, lane)
+    _, addresses, address = pick_row(mLogits, mIds, sScores, bias, row, lane)
     _write_weights(mWeights, row, lane, addresses, address, scale, renormalize)
 
 
@@ -279,7 +280,7 @@ def plain_ctas(rows):
     return (rows + SCHEDULERS - 1) // SCHEDULERS
 
 
-def _plain_row(warp, rows):
+def plain_row(warp, rows):
     """Without metadata: (the row warp ``warp`` of this CTA routes, whether it routes one). The bound is on the
     warp index alone, which the compiler sees as warp-uniform (a bound on the row made it guard every warp
     collective against divergence)."""
@@ -297,10 +298,16 @@ def _tensors_at(pLogits, pBias, pIds, pWeights, rows, row_stride):
             cute.make_tensor(pWeights, cute.make_layout((rows, TOP_K), stride=(TOP_K, 1))))
 
 
-class _Routing:
+class Routing:
     """One compiled variant: with or without metadata, renormalized or scaled weights; with metadata, for any
     b (``tokens`` 0: a warp per row, shared route words) or for b = ``tokens`` of 1 or 2 (a warp per row, the
-    routes found from the picks themselves)."""
+    routes found from the picks themselves).
+
+    The kernel's phases, the seam a benchmark may override (properties/bench/breakdown.py times them as stages):
+    the launchers (``launch_plain``, ``launch_metadata``: the grid), ``kernel`` (each warp's row: ``plain_row``
+    or ``pick_row`` with the module's ``load_lane``, ``sigmoid`` and ``sorted_words``, then the weights and the
+    metadata), and the metadata writers ``write_route_metadata``, ``write_one_token_metadata``,
+    ``write_two_token_metadata``, ``write_route``, ``write_expert_metadata`` and ``write_padding``."""
 
     def __init__(self, metadata: bool, renormalize: bool, tokens: int = 0):
         self.metadata = metadata
@@ -350,22 +357,22 @@ class _Routing:
         sScores = smem.allocate_tensor(Float32, cute.make_layout(WARPS * EXPERTS), byte_alignment=16)
         if const_expr(not self.metadata):
             # Warps past the last row, the trigger warp among them, leave at once: no branch follows the wait.
-            row, routes = _plain_row(warp, rows)
+            row, routes = plain_row(warp, rows)
             if routes:
-                bias = _load_lane(bias_address)
+                bias = load_lane(bias_address)
                 cute.arch.griddepcontrol_wait()
                 _route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, self.renormalize)
         elif const_expr(self.tokens == 1):
-            bias = _load_lane(bias_address)
+            bias = load_lane(bias_address)
             cute.arch.griddepcontrol_wait()
-            expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, 0, lane)
+            expert, addresses, address = pick_row(mLogits, mIds, sScores, bias, 0, lane)
             _write_weights(mWeights, 0, lane, addresses, address, scale, self.renormalize)
             self.write_one_token_metadata(mMeta, lane, expert - local_offset, num_local, tile_n)
         elif const_expr(self.tokens == 2):
             sPicks = smem.allocate_tensor(Int32, cute.make_layout(2 * TOP_K), byte_alignment=16)
-            bias = _load_lane(bias_address)
+            bias = load_lane(bias_address)
             cute.arch.griddepcontrol_wait()
-            expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
+            expert, addresses, address = pick_row(mLogits, mIds, sScores, bias, warp, lane)
             local = expert - local_offset
             if lane < TOP_K:
                 sPicks[warp * TOP_K + lane] = local
@@ -379,7 +386,7 @@ class _Routing:
             sRoutes[tid] = Int32(0)
             if tid < WARPS:
                 sUsed[tid] = Int32(0)
-            bias = _load_lane(bias_address)
+            bias = load_lane(bias_address)
             # Every route word is zero before any is set: a barrier, before the wait.
             cute.arch.sync_threads()
             # Every thread writes global memory, so every thread waits for the preceding grid.
@@ -388,7 +395,7 @@ class _Routing:
             address = sScores.iterator.toint()
             expert = Int32(0)
             if warp < rows:
-                expert, addresses, address = _pick_row(mLogits, mIds, sScores, bias, warp, lane)
+                expert, addresses, address = pick_row(mLogits, mIds, sScores, bias, warp, lane)
                 if lane < TOP_K:
                     local = expert - local_offset
                     if local >= 0 and local < num_local:
@@ -531,7 +538,7 @@ class _Routing:
         word = sRoutes[e]
         tokens = Uint32(word) & Uint32(TOKEN_FLAGS)
         count = Int32(cute.arch.popc(tokens))
-        ctas = _select(count > 0, (cta_table >> ((count - 1) * contract.CTA_NIBBLE)) & 0xF, Int32(0))
+        ctas = _select(count > 0, (cta_table >> ((count - 1) * CTA_NIBBLE)) & 0xF, Int32(0))
         below = cute.arch.lanemask_lt()
         scan = Int32(0)
         earlier = Int32(0)
@@ -600,19 +607,19 @@ def _refuse_during_capture():
 def compile_routing(metadata: bool, renormalize: bool, options: str = "", tokens: int = 0):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
     16-byte aligned logits, bias and metadata. Its arguments are ``launch_arguments``' then the stream."""
-    return compile_variant(_Routing(metadata, renormalize, tokens), options)
+    return compile_variant(Routing(metadata, renormalize, tokens), options)
 
 
 def compile_variant(variant, options: str = ""):
-    """``compile_routing`` of a ``_Routing`` object (or of a subclass: the benchmark's phase breakdown)."""
+    """``compile_routing`` of a ``Routing`` object (or of a subclass: the benchmark's phase breakdown)."""
     _refuse_during_capture()
-    args = [make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=contract.TENSOR_ALIGN),
-            make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=contract.TENSOR_ALIGN),
+    args = [make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=TENSOR_ALIGN),
+            make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=TENSOR_ALIGN),
             make_ptr(Int32, 0, cute.AddressSpace.gmem, assumed_align=WORD_BYTES),
             make_ptr(Float32, 0, cute.AddressSpace.gmem, assumed_align=WORD_BYTES),
             Int32(1), Int64(EXPERTS), Float32(1.0)]
     if variant.metadata:
-        args += [make_ptr(Int32, 0, cute.AddressSpace.gmem, assumed_align=contract.TENSOR_ALIGN),
+        args += [make_ptr(Int32, 0, cute.AddressSpace.gmem, assumed_align=TENSOR_ALIGN),
                  Int32(metadata_size(MAX_TILE)), Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
         launcher = variant.launch_metadata_at
     else:
@@ -638,6 +645,11 @@ def launch_arguments(logits, bias, ids, weights, scale32, metadata=None, *metada
     return args + (metadata.data_ptr(), metadata.shape[0], *metadata_scalars)
 
 
+def scale_f32(scale):
+    """``scale`` as the exact float32 value the model uses, so the FFI's conversion cannot round it."""
+    return float(np.float32(scale))
+
+
 def current_device():
     """The current CUDA device's index: ``torch.cuda.current_device()`` without its Python wrapper (the C call
     initialises CUDA itself where it is not yet)."""
@@ -649,17 +661,15 @@ def current_stream(device):
     return torch._C._cuda_getCurrentRawStream(device)
 
 
-def compile_artifacts(metadata: bool, renormalize: bool, arch: str = "sm_90a", tokens: int = 0):
-    """(PTX text, cubin bytes) of one variant compiled for ``arch``; needs no GPU. Each call dumps into a
-    fresh folder under build/, so parallel test processes never read each other's files."""
-    root = Path(__file__).resolve().parents[1] / "build"
-    root.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="routing-artifacts-", dir=root) as folder:
-        if any(ch.isspace() for ch in folder):
-            raise RuntimeError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
-        fn = compile_routing(metadata, renormalize, f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}",
-                             tokens)
-        ptx, cubin = fn.__ptx__, fn.__cubin__
+def compile_artifacts(metadata: bool, renormalize: bool, folder, arch: str = "sm_90a", tokens: int = 0):
+    """(PTX text, cubin bytes) of one variant compiled for ``arch``; needs no GPU. The DSL dumps them into
+    ``folder`` (an empty folder of the caller's: parallel processes each pass their own)."""
+    folder = str(folder)
+    if any(ch.isspace() for ch in folder):
+        raise ValueError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
+    fn = compile_routing(metadata, renormalize, f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}",
+                         tokens)
+    ptx, cubin = fn.__ptx__, fn.__cubin__
     if not isinstance(ptx, str) or ".entry" not in ptx or not isinstance(cubin, bytes):
         raise RuntimeError("the DSL kept no PTX or cubin")
     return ptx, cubin
@@ -708,7 +718,7 @@ def prepare(renormalize: bool = True):
         torch.cuda.synchronize(device)
 
 
-_checked = contract.CheckedCalls()
+checked_calls = contract.CheckedCalls()
 
 
 def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, local_expert_offset=0,
@@ -720,7 +730,7 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     ``prepare`` has run. A call whose signature passed before (kernel/contract.py) skips the checks."""
     key = contract.signature(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
                              num_local_experts, tile_n)
-    call = _checked.get(key)
+    call = checked_calls.get(key)
     if call is not None:
         _launch(*call)
         return
@@ -733,13 +743,13 @@ def route(logits, bias, ids, weights, scale, renormalize=True, metadata=None, lo
     # No tensor in the cache (it would keep the caller's buffers alive): the launch arguments are addresses,
     # extents and scalars, each read from what the key holds, so an entry launches only the calls it matches.
     metadata_scalars = (int(local_expert_offset), int(num_local_experts), int(tile_n),
-                        contract.cta_table(int(tile_n))) if with_metadata else ()
+                        cta_table(int(tile_n))) if with_metadata else ()
     call = (compiled_routing(with_metadata, renormalize, tokens),
-            launch_arguments(logits, bias, ids, weights, contract.scale_f32(scale), metadata, *metadata_scalars),
+            launch_arguments(logits, bias, ids, weights, scale_f32(scale), metadata, *metadata_scalars),
             logits.device.index)
     _launch(*call)
     _launched_on.add((with_metadata, renormalize, tokens, logits.device.index))
-    _checked.add(key, call)
+    checked_calls.add(key, call)
 
 
 def _launch(fn, args, device):

@@ -11,6 +11,7 @@ import pytest
 
 from kernel import routing
 from properties.bench import breakdown
+from properties.codegen import checks
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\(")
 ROOT = Path(routing.__file__).resolve().parents[1]
@@ -32,7 +33,7 @@ def _nameless(ptx):
 
 @pytest.mark.parametrize("name,metadata", [("cute", False), ("cute_meta", True)])
 def test_the_whole_kernel_stages_are_the_kernel(name, metadata):
-    assert _nameless(_stage_ptx(name, metadata)) == _nameless(routing.compile_artifacts(metadata, True)[0])
+    assert _nameless(_stage_ptx(name, metadata)) == _nameless(checks.artifacts(metadata, True)[0])
 
 
 def test_every_cut_stage_compiles_with_its_wait_and_trigger():

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from kernel import contract, routing
+from kernel.layout import cta_table
 
 B, TILE = 3, 8
 
@@ -221,26 +222,26 @@ def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_calle
     caller's buffers alive), a call launches its own addresses, extents and scalars with the current stream of
     its device, and a repeated call (views of the same buffers: the same signature) launches them again unchecked."""
     launched, checked = [], []
-    monkeypatch.setattr(routing, "_checked", contract.CheckedCalls())
+    monkeypatch.setattr(routing, "checked_calls", contract.CheckedCalls())
     monkeypatch.setattr(routing.contract, "check_arguments", lambda *args: checked.append(args))
     monkeypatch.setattr(routing, "compiled_routing", lambda metadata, renormalize, tokens: lambda *a: launched.append(a))
     monkeypatch.setattr(routing, "current_device", lambda: None)
     monkeypatch.setattr(routing, "current_stream", lambda device: ("stream of", device))
     args = valid()
     routing.route(**args)
-    entries = list(routing._checked._entries.values())
+    entries = list(routing.checked_calls._entries.values())
     assert len(entries) == 1 and not any(isinstance(x, torch.Tensor) for x in torch.utils._pytree.tree_leaves(entries))
     again = {**args, "metadata": args["metadata"][:], "ids": args["ids"][:]}
     routing.route(**again)
-    assert len(routing._checked._entries) == 1 and len(launched) == 2 and len(checked) == 1
+    assert len(routing.checked_calls._entries) == 1 and len(launched) == 2 and len(checked) == 1
     want = (again["logits"].data_ptr(), again["bias"].data_ptr(), again["ids"].data_ptr(), again["weights"].data_ptr(),
-            B, routing.EXPERTS, contract.scale_f32(args["scale"]), again["metadata"].data_ptr(),
+            B, routing.EXPERTS, routing.scale_f32(args["scale"]), again["metadata"].data_ptr(),
             routing.metadata_size(TILE), args["local_expert_offset"], args["num_local_experts"], args["tile_n"],
-            contract.cta_table(TILE), ("stream of", None))
+            cta_table(TILE), ("stream of", None))
     assert launched[0] == launched[1] == want
     other = torch.zeros(B, routing.TOP_K, dtype=torch.int32)
     routing.route(**{**args, "ids": other})
-    assert len(checked) == 2 and launched[2][2] == other.data_ptr() and len(routing._checked._entries) == 2
+    assert len(checked) == 2 and launched[2][2] == other.data_ptr() and len(routing.checked_calls._entries) == 2
 
 
 def test_the_cache_compares_the_last_key_found_first_and_still_finds_only_what_was_added():

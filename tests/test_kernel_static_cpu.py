@@ -17,8 +17,8 @@ import pytest
 from cutlass import Float32, Int32
 from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
 
-from kernel import contract, routing
-from kernel.layout import EXPERTS, TOP_K
+from kernel import routing
+from kernel.layout import EXPERTS, TENSOR_ALIGN, TOP_K
 from oracles.ptx import flow
 from properties.codegen import checks as codegen_checks
 from properties.codegen.checks import CHECKS, VARIANTS, compiled
@@ -181,14 +181,14 @@ def test_a_wrong_constant_is_reported(monkeypatch):
 def _tensor_typed_ptx(metadata, folder):
     """The PTX of the variant launched with fake torch-tensor arguments, as TVM-FFI once took route's tensors:
     the layouts its signature check assumed (symbolic rows, a logits row stride of 4 elements' multiple)."""
-    rows, variant = cute.sym_int(), routing._Routing(metadata, True)
+    rows, variant = cute.sym_int(), routing.Routing(metadata, True)
     args = [make_fake_tensor(Float32, (rows, EXPERTS), stride=(cute.sym_int64(divisibility=4), 1),
-                             assumed_align=contract.TENSOR_ALIGN),
-            make_fake_tensor(Float32, (EXPERTS,), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
+                             assumed_align=TENSOR_ALIGN),
+            make_fake_tensor(Float32, (EXPERTS,), stride=(1,), assumed_align=TENSOR_ALIGN),
             make_fake_tensor(Int32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=4),
             make_fake_tensor(Float32, (rows, TOP_K), stride=(TOP_K, 1), assumed_align=4), Float32(1.0)]
     if metadata:
-        args += [make_fake_tensor(Int32, (cute.sym_int(),), stride=(1,), assumed_align=contract.TENSOR_ALIGN),
+        args += [make_fake_tensor(Int32, (cute.sym_int(),), stride=(1,), assumed_align=TENSOR_ALIGN),
                  Int32(0), Int32(EXPERTS), Int32(1), Int32(0)]
     args.append(make_fake_stream(use_tvm_ffi_env_stream=True))
     launcher = variant.launch_metadata if metadata else variant.launch_plain
@@ -203,5 +203,5 @@ def test_the_kernel_launched_from_addresses_is_the_kernel_of_the_tensor_typed_la
     def code(ptx):
         return [line for line in ptx.splitlines() if not line.lstrip().startswith((".loc", ".file", "//"))]
 
-    launched = routing.compile_artifacts(metadata, True)[0]
+    launched = codegen_checks.artifacts(metadata, True)[0]
     assert ".entry" in launched and code(launched) == code(_tensor_typed_ptx(metadata, tmp_path))

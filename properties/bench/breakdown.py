@@ -22,7 +22,7 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32, const_expr
 from cutlass.memory import SmemAllocator
 
-from kernel import contract, routing
+from kernel import layout, routing
 from kernel.layout import EXPERTS, TOP_K, metadata_size
 from oracles import interrupts
 from properties.bench import record_cli
@@ -52,7 +52,7 @@ STAGES = (
 STAGE_NAMES = tuple(name for name, _, _ in STAGES)
 
 
-class _Stage(routing._Routing):
+class _Stage(routing.Routing):
     """The routing kernel cut after stage ``name`` (or whole, with or without the trigger warp)."""
 
     def __init__(self, name, metadata):
@@ -85,18 +85,18 @@ class _Stage(routing._Routing):
         smem = SmemAllocator()
         sScores = smem.allocate_tensor(Float32, cute.make_layout(routing.WARPS * EXPERTS), byte_alignment=16)
         first = lane * routing.EXPERTS_PER_LANE
-        row, routes = routing._plain_row(warp, mLogits.shape[0])
+        row, routes = routing.plain_row(warp, mLogits.shape[0])
         if routes:
             if const_expr(self.name == "floor"):
                 cute.arch.griddepcontrol_wait()
                 mIds[row, lane % TOP_K] = lane
             else:
-                bias = routing._load_lane(mBias.iterator.toint() + Int64(first * routing.WORD_BYTES))
+                bias = routing.load_lane(mBias.iterator.toint() + Int64(first * routing.WORD_BYTES))
                 cute.arch.griddepcontrol_wait()
                 if const_expr(self.name == "top8"):
-                    routing._pick_row(mLogits, mIds, sScores, bias, row, lane)
+                    routing.pick_row(mLogits, mIds, sScores, bias, row, lane)
                 else:
-                    logits = routing._load_lane((mLogits.iterator + cute.crd2idx((row, first),
+                    logits = routing.load_lane((mLogits.iterator + cute.crd2idx((row, first),
                                                                                  mLogits.layout)).toint())
                     if const_expr(self.name == "loads"):
                         folded = Uint32(0)
@@ -104,9 +104,9 @@ class _Stage(routing._Routing):
                             folded = folded ^ x.bitcast(Uint32)
                         mIds[row, lane % TOP_K] = Int32(folded)
                     else:
-                        scores = [routing._sigmoid(x) for x in logits]
+                        scores = [routing.sigmoid(x) for x in logits]
                         corrected = [routing.add_f32(s, b) for s, b in zip(scores, bias)]
-                        words = routing._sorted_words(corrected, sScores.iterator.toint())
+                        words = routing.sorted_words(corrected, sScores.iterator.toint())
                         mIds[row, lane % TOP_K] = Int32(Uint32(words[0] >> routing.KEY_SHIFT))
         cute.arch.griddepcontrol_launch_dependents()
 
@@ -117,7 +117,7 @@ class _Stage(routing._Routing):
             if e == 0:
                 mMeta[routing.META_NUM_CTAS] = sRoutes[0]
         else:
-            routing._Routing.write_expert_metadata(self, mMeta, sRoutes, sWarpCtas, e, warp, tile_n, cta_table)
+            routing.Routing.write_expert_metadata(self, mMeta, sRoutes, sWarpCtas, e, warp, tile_n, cta_table)
 
     @cute.jit
     def write_route_metadata(self, mMeta: cute.Tensor, sRoutes: cute.Tensor, sUsed: cute.Tensor, token: Int32,
@@ -126,12 +126,12 @@ class _Stage(routing._Routing):
             if token == 0 and lane == 0:
                 mMeta[routing.META_NUM_CTAS] = sUsed[0]
         else:
-            routing._Routing.write_route_metadata(self, mMeta, sRoutes, sUsed, token, lane, local, num_local, tile_n)
+            routing.Routing.write_route_metadata(self, mMeta, sRoutes, sUsed, token, lane, local, num_local, tile_n)
 
     @cute.jit
     def write_padding(self, mMeta: cute.Tensor, start: Int32, end: Int32, part: Int32, parts: cutlass.Constexpr):
         if const_expr(self.name != "no padding"):
-            routing._Routing.write_padding(self, mMeta, start, end, part, parts)
+            routing.Routing.write_padding(self, mMeta, start, end, part, parts)
 
 
 def _launches(b):
@@ -140,8 +140,8 @@ def _launches(b):
     ids = torch.empty((b, TOP_K), dtype=torch.int32, device="cuda")
     weights = torch.empty((b, TOP_K), dtype=torch.float32, device="cuda")
     metadata = torch.empty(metadata_size(TILE_N), dtype=torch.int32, device="cuda")
-    plain = (logits, bias, ids, weights, contract.scale_f32(SCALE))
-    with_meta = plain + (metadata, 0, EXPERTS, TILE_N, contract.cta_table(TILE_N))
+    plain = (logits, bias, ids, weights, routing.scale_f32(SCALE))
+    with_meta = plain + (metadata, 0, EXPERTS, TILE_N, layout.cta_table(TILE_N))
     # Launched as route launches: the arguments read from the tensors (which the closures keep alive), the
     # current stream read at the call (the capturing one during a capture).
     index = logits.device.index

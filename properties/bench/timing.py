@@ -11,11 +11,13 @@ import triton
 import triton.language as tl
 
 from kernel import contract, routing
+from kernel.layout import cta_table
 from oracles.flashinfer_routing import build, fused_peer
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
 from properties.bench.problem import SCALE
 from properties.bench.report import INFORMATION_VARIANTS, VARIANT_NAMES, summarize
+from properties.codegen import checks
 from properties.engine import device
 
 WARMUP_REPLAYS = 3
@@ -171,8 +173,8 @@ def eager_parts(problem, name, calls):
     with_metadata = metadata is not None
     fn = routing.compiled_routing(with_metadata, renormalize, routing.kernel_tokens(with_metadata, logits.shape[0],
                                                                                     tile_n))
-    scalars = (offset, count, tile_n, contract.cta_table(tile_n)) if with_metadata else ()
-    launch_args = routing.launch_arguments(logits, bias, ids, weights, contract.scale_f32(scale), metadata, *scalars)
+    scalars = (offset, count, tile_n, cta_table(tile_n)) if with_metadata else ()
+    launch_args = routing.launch_arguments(logits, bias, ids, weights, routing.scale_f32(scale), metadata, *scalars)
     index = logits.device.index
     stream = routing.current_stream(index)
     signature = _median(_means_us(lambda: contract.signature(*full), calls))
@@ -211,7 +213,7 @@ def resources(rec, problem):
     for name, metadata, tokens in (("cute", False, 0), ("cute_meta", True, 0), ("cute_meta, b = 1", True, 1),
                                    ("cute_meta, b = 2", True, 2)):
         out[name] = rec.attempt(f"resources {name}", lambda m=metadata, t=tokens: resource_usage(
-            routing.compile_artifacts(m, True, tokens=t)[1]))
+            checks.artifacts(m, True, t)[1]))
     if problem is None:
         out["triton"] = {"error": "no problem was set up, so no Triton kernel was launched"}
     else:

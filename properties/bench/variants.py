@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kernel import contract, routing
+from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
 from oracles import interrupts
 from oracles.provenance import REPO_ROOT
@@ -107,7 +107,7 @@ def _launch(route, b):
     ids = torch.empty((b, TOP_K), dtype=torch.int32, device="cuda")
     weights = torch.empty((b, TOP_K), dtype=torch.float32, device="cuda")
     metadata = torch.empty(metadata_size(TILE_N), dtype=torch.int32, device="cuda")
-    plain = (logits, bias, ids, weights, contract.scale_f32(SCALE), True)
+    plain = (logits, bias, ids, weights, routing.scale_f32(SCALE), True)
     return {"metadata": lambda: route(*plain, metadata, 0, EXPERTS, TILE_N), "plain": lambda: route(*plain)}
 
 

@@ -13,21 +13,24 @@ on edited copies of the kernel.
 import functools
 import inspect
 import re
+import tempfile
 from collections import Counter
 
 import numpy as np
 
 from kernel import routing
+from oracles.provenance import REPO_ROOT
 from oracles.ptx import flow, sass
 from oracles.ptx.float_ops import expression_roots, float_ops
 from oracles.ptx.reader import parse
 from oracles.triton_codegen import PARAMS as TRITON_PARAMS
 from oracles.triton_codegen import compile_ptx as triton_ptx
 
+BUILD = REPO_ROOT / "build"
 VARIANTS = routing.VARIANT_KEYS  # (metadata, renormalize, tokens)
 # The kernel's parameters in PTX order, named as the Triton oracle's are (mLogits -> logits).
 PARAMS = tuple(re.sub(r"^m(?=[A-Z])", "", name).lower()
-               for name in list(inspect.signature(routing._Routing.kernel).parameters)[1:])
+               for name in list(inspect.signature(routing.Routing.kernel).parameters)[1:])
 LOGITS_PARAM, BIAS_PARAM = PARAMS.index("logits"), PARAMS.index("bias")
 SIGMOID = ("sub.f32", "mul.f32", "ex2.approx.f32", "add.f32", "div.full.f32")
 WIDE_LOAD = "LDG.E.128"
@@ -36,9 +39,17 @@ MAX_REGISTERS = 255
 CONSTANTS = {"ZERO": 0.0, "ONE": 1.0, "LOG2E": float(np.log2(np.e)), "RENORM_EPS": 1e-15}
 
 
+def artifacts(metadata, renormalize, tokens=0, arch="sm_90a"):
+    """(PTX text, cubin bytes) of one variant compiled for ``arch``, dumped into a fresh folder under build/ (so
+    parallel processes never read each other's files) that is removed afterwards."""
+    BUILD.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="routing-artifacts-", dir=BUILD) as folder:
+        return routing.compile_artifacts(metadata, renormalize, folder, arch, tokens)
+
+
 def compile_variant(metadata, renormalize, tokens=0):
     """One variant compiled for sm_90a: its PTX and cubin."""
-    ptx_text, cubin = routing.compile_artifacts(metadata, renormalize, tokens=tokens)
+    ptx_text, cubin = artifacts(metadata, renormalize, tokens)
     return {"metadata": metadata, "renormalize": renormalize, "tokens": tokens, "ptx": ptx_text, "cubin": cubin}
 
 

@@ -150,17 +150,17 @@ def signature_breaches():
 @contextlib.contextmanager
 def counted_checks():
     """A fresh cache of checked calls and a count of contract.check_arguments calls (a list of one int)."""
-    count, checks, cache = [0], contract.check_arguments, routing._checked
+    count, checks, cache = [0], contract.check_arguments, routing.checked_calls
 
     def counting(*args):
         count[0] += 1
         return checks(*args)
 
-    contract.check_arguments, routing._checked = counting, contract.CheckedCalls()
+    contract.check_arguments, routing.checked_calls = counting, contract.CheckedCalls()
     try:
         yield count
     finally:
-        contract.check_arguments, routing._checked = checks, cache
+        contract.check_arguments, routing.checked_calls = checks, cache
 
 
 def cache_breaches(device, synchronize, selected=None):

@@ -215,17 +215,17 @@ KERNEL_MUTANTS = (
              "_route_row(mLogits, mIds, mWeights, sScores, bias, row, lane, scale, self.renormalize)\n"
              "                cute.arch.griddepcontrol_wait()\n")),
     _mutant("bias_after_wait", "with metadata the bias is loaded after griddepcontrol.wait", (STATIC,),
-            (R, "            bias = _load_lane(bias_address)\n"
+            (R, "            bias = load_lane(bias_address)\n"
                 "            # Every route word is zero before any is set: a barrier, before the wait.\n"
                 "            cute.arch.sync_threads()\n"
                 "            # Every thread writes global memory, so every thread waits for the preceding grid.\n"
                 "            cute.arch.griddepcontrol_wait()\n",
              "            cute.arch.sync_threads()\n            cute.arch.griddepcontrol_wait()\n"
-             "            bias = _load_lane(bias_address)\n")),
+             "            bias = load_lane(bias_address)\n")),
     _mutant("branch_after_wait", "without metadata, warps past the last row leave after the wait (a branch)",
-            (STATIC,), (R, "            if routes:\n                bias = _load_lane(bias_address)\n"
+            (STATIC,), (R, "            if routes:\n                bias = load_lane(bias_address)\n"
                            "                cute.arch.griddepcontrol_wait()\n",
-                        "            bias = _load_lane(bias_address)\n            cute.arch.griddepcontrol_wait()\n"
+                        "            bias = load_lane(bias_address)\n            cute.arch.griddepcontrol_wait()\n"
                         "            if routes:\n")),
 )
 
@@ -248,7 +248,7 @@ CONTRACT_MUTANTS = (
     _clause("logits_align_8", "logits aligned to 8 bytes accepted", '_check_aligned("logits", logits, TENSOR_ALIGN)',
             '_check_aligned("logits", logits, 8)'),
     _clause("tensor_align_32", "logits, bias and metadata must be 32-byte aligned (16 refused)",
-            "TENSOR_ALIGN = 16", "TENSOR_ALIGN = 32"),
+            "\nCACHE_LIMIT = 4096", "\nTENSOR_ALIGN = 32\nCACHE_LIMIT = 4096"),
     _mutant("logits_alignment_after_devices", "the logits' alignment checked after the devices", CONTRACT,
             (C, '    _check_aligned("logits", logits, TENSOR_ALIGN)\n', ""),
             (C, "    _check_devices({**inputs, **outputs})\n",

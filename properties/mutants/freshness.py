@@ -9,7 +9,6 @@ added, removed or changed since. The gate reports a stale table by name and, wit
 
 import ast
 import hashlib
-from pathlib import Path
 
 from oracles.provenance import REPO_ROOT
 
