@@ -169,17 +169,19 @@ class _Sites(ast.NodeVisitor):
         return line + 1, len(self.lines[line][:offset].encode())
 
     def swap(self, operator, first, second):
+        if ast.dump(first) == ast.dump(second):
+            return  # equal arms or statements: a no-op
         between = self.segment(_end(first), _start(second))
         self.add(operator, _start(first), _end(second), self.node_text(second) + between + self.node_text(first))
 
     # ---- scopes and what is not code
     def _function(self, node):
+        self.scope.append(node.name)  # its decorators and defaults are its sites too, so a move keeps their names
         for decorator in node.decorator_list:
             self.visit(decorator)
         for default in node.args.defaults + node.args.kw_defaults:
             if default is not None:
                 self.visit(default)
-        self.scope.append(node.name)
         body = node.body[1:] if _docstring(node) else node.body
         self._statements(body)
         self.scope.pop()
@@ -352,8 +354,9 @@ def _called(call):
 # ---------------------------------------------------------------------------------------------- the set
 
 def mutants_of(target, text):
-    """The mutants of one file's source ``text``, in source order, named; no-ops and repeats left out."""
-    tree = ast.dump(ast.parse(text))
+    """The mutants of one file's source ``text``, in source order, named; no-ops (an edit that leaves its segment's
+    text, or swaps equal nodes) and repeats left out. Every other edit changes an operator, a constant, an
+    instruction string or the order of nodes, so it changes the syntax tree."""
     sites = _Sites(text, target)
     sites.visit(ast.parse(text))
     ordinals, seen, out = {}, set(), []
@@ -361,10 +364,10 @@ def mutants_of(target, text):
         mutant = Mutant(target, function, operator, 0, start, end, old, new)
         mutated = mutant.apply(text)
         try:
-            same = ast.dump(ast.parse(mutated)) == tree
+            compile(mutated, target, "exec", ast.PyCF_ONLY_AST)
         except SyntaxError:
             continue  # the operator's text does not parse here: no mutant
-        if same or mutated in seen:
+        if mutated in seen:
             continue
         seen.add(mutated)
         ordinal = ordinals.setdefault((function, operator), 0)
@@ -378,9 +381,10 @@ def generate(kernel_dir, targets=TARGETS):
     return [m for target in targets for m in mutants_of(target, (Path(kernel_dir) / target).read_text())]
 
 
-def sources_of(mutant, kernel_dir):
-    """{file name: text} of the kernel package with ``mutant`` (None: unedited) applied."""
-    texts = {path.name: path.read_text() for path in sorted(Path(kernel_dir).glob("*.py"))}
+def sources_of(mutant, kernel_dir, texts=None):
+    """{file name: text} of the kernel package with ``mutant`` (None: unedited) applied (``texts``: the package's
+    files as read before)."""
+    texts = dict(texts or {path.name: path.read_text() for path in sorted(Path(kernel_dir).glob("*.py"))})
     if mutant is not None:
         texts[mutant.target] = mutant.apply(texts[mutant.target])
     return texts

@@ -41,6 +41,7 @@ DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
 WORK_ROOT = REPO_ROOT / "build" / "mutants-generated"
 PREFILTER = "properties.mutants.prefilter"
 GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
+BATCH = 12  # mutants per prefilter worker process: its start (the DSL's import) is paid once per batch
 PACKAGES = ("nvidia-cutlass-dsl", "torch", "numpy", "hypothesis")
 # The code whose change can change a verdict besides the kernel: a resumed outcome is reused only when equal.
 HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "properties/codegen", "properties/contract",
@@ -126,8 +127,9 @@ class Run:
         same_harness = previous.get("harness_digest") == self.harness
         self.previous = {row["mutant"]: row for row in previous["mutants"]}
         self.rows = {}
+        texts = generate.sources_of(None, KERNEL_DIR)
         for m in mutants:
-            sources = generate.sources_of(m, KERNEL_DIR)
+            sources = generate.sources_of(m, KERNEL_DIR, texts)
             row = {"mutant": m.name, "file": f"kernel/{m.target}", "function": m.function, "operator": m.operator,
                    "ordinal": m.ordinal, "line": m.start[0], "old": m.old, "new": m.new,
                    "digest": generate.digest(sources), "prefilter": None, "tiers": {}, "plan": [],
@@ -171,26 +173,35 @@ class Run:
 
     # ---- stage 1 and 2: coverage and the prefilter
     def _workers(self, plans):
-        """Run the prefilter worker on each plan at once; the JSON lines of each."""
-        procs = []
-        for i, plan in enumerate(plans):
-            folder = Path(tempfile.mkdtemp(prefix=f"worker{i}-", dir=WORK_ROOT))
+        """Run the prefilter worker on each plan at once; the JSON lines of each. A worker that dies (a mutant
+        whose compile crashes the process) gives that mutant an error line and a fresh worker takes the rest."""
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(plans))) as pool:
+            return list(pool.map(self._worker, plans))
+
+    def _worker(self, plan):
+        lines = []
+        while True:
+            folder = Path(tempfile.mkdtemp(prefix="worker-", dir=WORK_ROOT))
             (folder / "plan.json").write_text(json.dumps(plan))
             env = runner._probe_env(folder)
             env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p != str(folder))
-            log = open(folder / "worker.log", "w")
-            procs.append((folder, log, subprocess.Popen([sys.executable, "-m", PREFILTER, "plan.json", "result.jsonl"],
-                                                        cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)))
-        results = []
-        for folder, log, proc in procs:
-            rc = proc.wait()
-            log.close()
+            with open(folder / "worker.log", "w") as log:
+                rc = subprocess.call([sys.executable, "-m", PREFILTER, "plan.json", "result.jsonl"], cwd=folder,
+                                     env=env, stdout=log, stderr=subprocess.STDOUT)
             out = folder / "result.jsonl"
-            lines = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
-            if rc != 0:
-                self.failures.append(f"prefilter worker exit {rc}: {(folder / 'worker.log').read_text()[-2000:]}")
-            results.append(lines)
-        return results
+            done = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+            lines += done
+            tail = (folder / "worker.log").read_text()[-2000:]
+            shutil.rmtree(folder, ignore_errors=True)
+            if rc == 0:
+                return lines
+            finished = {x.get("name") for x in done}
+            rest = [job for job in plan["mutants"] if job["name"] not in finished]
+            if plan.get("coverage") and not any("coverage" in x for x in done) or not rest or rest[0]["name"] == "real":
+                self.failures.append(f"prefilter worker exit {rc}: {tail}")
+                return lines
+            lines.append({"name": rest[0]["name"], "error": f"the compile crashed its process (exit {rc}): {tail[-300:]}"})
+            plan = {"coverage": None, "mutants": rest[1:]}
 
     def prefilter(self):
         WORK_ROOT.mkdir(parents=True, exist_ok=True)
@@ -199,8 +210,11 @@ class Run:
         all_variants = [list(k) for k in _variant_keys()]
         (first,) = self._workers([{"coverage": real_dir, "mutants": [{"name": "real", "dir": real_dir,
                                                                       "variants": all_variants}]}])
-        coverage = next(x["coverage"] for x in first if "coverage" in x)
-        real = next(x for x in first if x.get("name") == "real")
+        coverage = next((x["coverage"] for x in first if "coverage" in x), None)
+        real = next((x for x in first if x.get("name") == "real"), {"error": "the coverage worker gave no result"})
+        if coverage is None or "error" in real:
+            self.failures.append(f"the real kernel's coverage and static tier: {real.get('error')}")
+            return
         self.real[STATIC] = {"passed": real.get("killed") is False and not real.get("raised"),
                              "evidence": real.get("evidence", [])[:6], "error": real.get("error")}
         if not self.real[STATIC]["passed"]:
@@ -220,28 +234,37 @@ class Run:
             jobs.append((variants, {"name": m.name, "dir": str(_copy(m, folder)),
                                     "variants": [list(k) for k in _variant_keys() if probe.variant_name(*k) in variants]}))
         jobs.sort(key=lambda j: -len(j[0]))
-        count = max(1, min(self.jobs, len(jobs)))
-        real_job = {"name": "real", "dir": real_dir, "variants": all_variants}
-        plans = [{"coverage": None, "mutants": [j for _, j in jobs[i::count]] + [real_job]} for i in range(count)]
-        self.log(f"generated: prefilter of {len(jobs)} mutants in {count} workers")
+        keys = [list(k) for k in _variant_keys()]
+        real_check = {"name": "real", "dir": real_dir, "variants": [keys[0], keys[-1]]}
+        count = max(1, -(-len(jobs) // BATCH))
+        plans = [{"coverage": None, "mutants": [j for _, j in jobs[i::count]] + [real_check]} for i in range(count)]
+        self.log(f"generated: prefilter of {len(jobs)} mutants, {count} batches, {self.jobs} workers at a time")
         started = time.perf_counter()
-        for lines in (self._workers(plans) if jobs else []):
-            for x in lines:
-                if x["name"] == "real":
-                    if (x.get("ptx_sha256"), x.get("launches_sha256")) != (real.get("ptx_sha256"), real.get("launches_sha256")):
-                        self.failures.append("a prefilter worker's real kernel compiled to other digests than the "
-                                             "first's: the workers do not import their copies cleanly")
-                    continue
-                row = self.rows[x["name"]]
-                if "error" in x:
-                    row["prefilter"] = {"killed": True, "not_viable": True, "evidence": [x["error"]], "compiled": 0}
-                    continue
-                ptx = {**real["ptx_sha256"], **x["ptx_sha256"]}
-                row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
-                                    "compiled": len(x["ptx_sha256"]),
-                                    "differs": ptx != real["ptx_sha256"] or x["launches_sha256"] != real["launches_sha256"]}
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            for future in concurrent.futures.as_completed([pool.submit(self._worker, plan) for plan in plans]):
+                with self.lock:
+                    self._absorb(future.result(), real)
+                self.write()
         shutil.rmtree(base, ignore_errors=True)
         self.log(f"generated: prefilter done in {time.perf_counter() - started:.1f} s")
+
+    def _absorb(self, lines, real):
+        """A prefilter batch's lines into the rows (the real kernel's: checked against the first worker's)."""
+        for x in lines:
+            if x["name"] == "real":
+                if any(real["ptx_sha256"].get(k) != v for k, v in x.get("ptx_sha256", {}).items()) or \
+                        x.get("launches_sha256") != real["launches_sha256"]:
+                    self.failures.append("a prefilter worker's real kernel compiled to other digests than the first "
+                                         f"worker's: the workers do not import their copies cleanly ({x.get('error')})")
+                continue
+            row = self.rows[x["name"]]
+            if "error" in x:
+                row["prefilter"] = {"killed": True, "not_viable": True, "evidence": [x["error"]], "compiled": 0}
+                continue
+            ptx = {**real["ptx_sha256"], **x["ptx_sha256"]}
+            row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
+                                "compiled": len(x["ptx_sha256"]), "seconds": x.get("seconds"),
+                                "differs": ptx != real["ptx_sha256"] or x["launches_sha256"] != real["launches_sha256"]}
 
     # ---- stage 3: the tiers that call route
     def classify(self, m):

@@ -16,6 +16,7 @@ compile) gives its error.
 import ast
 import json
 import sys
+import time
 import traceback
 from collections import defaultdict
 from pathlib import Path
@@ -127,8 +128,10 @@ def main(argv=None):
             out.write(json.dumps({"coverage": coverage(plan["coverage"])}) + "\n")
             out.flush()
         for job in plan["mutants"]:
+            started = time.perf_counter()
             try:
-                row = {"name": job["name"], **prefilter_one(job["dir"], job["variants"])}
+                row = {"name": job["name"], **prefilter_one(job["dir"], job["variants"]),
+                       "seconds": round(time.perf_counter() - started, 2)}
             except Exception as exc:  # a copy that does not import or compile: its error, and the next copy
                 row = {"name": job["name"], "error": f"{type(exc).__name__}: {exc}",
                        "traceback": traceback.format_exc()[-2000:]}
