@@ -119,7 +119,7 @@ def test_a_pure_refactor_keeps_every_mutants_name_and_edit(refactored):
 
 def test_a_pure_refactor_keeps_the_kernels_ptx_and_a_mutants_static_verdict(refactored):
     folder, _ = refactored
-    name = next(m.name for m in MUTANTS if m.operator == generate.PTX_SIBLING)
+    name = next(m.name for m in MUTANTS if m.operator == generate.PTX_SIBLING and m.target == "primitives.py")
     twin = next(m for m in generate.generate(folder) if m.name == name)
 
     def copy_of(kernel_dir):

@@ -88,6 +88,8 @@ class Mutant:
     old: str
     new: str
 
+    kills = frozenset()  # no tier is declared: whichever tier can must kill it (runner.run_probe reads this)
+
     @property
     def name(self):
         return f"{Path(self.target).stem}.{self.function}.{self.operator}.{self.ordinal}"
