@@ -168,3 +168,27 @@ def test_the_score_counts_each_verdict_per_function_and_operator():
     assert score["total"]["sites"] == 3 and score["total"]["mutants"] == 4 and score["total"]["score"] == "2/3"
     assert score["by_operator"]["a"]["survived"] == 1 and score["by_operator"]["b"]["equivalent"] == 1
     assert score["by_function"]["kernel/routing.py:f"]["killed"] == 2
+
+
+class _Rows(generated.Run):
+    """A Run holding one mutant's row alone (no generation, no digests)."""
+
+    def __init__(self, mutant, plan, tiers):
+        self.rows = {mutant.name: {"verdict": "not_run", "plan": plan, "tiers": tiers, "killed_by": None}}
+
+
+@pytest.mark.parametrize("tiers,want", [
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": True}}, ("killed", "differential")),
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": False, "raised": ["a fault"]}},
+     ("crashed", "differential")),
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": None, "error": "probe exit 2"}},
+     ("crashed", "differential")),
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": False}}, ("survived", None)),
+    ({"contract-cpu": {"killed": False}}, ("not_run", None)),
+], ids=["killed", "raised", "error", "survived", "not run"])
+def test_a_mutant_survives_only_when_every_planned_tier_ran_and_none_saw_it(tiers, want):
+    mutant = _at(1)
+    run = _Rows(mutant, ["contract-cpu", "differential"], tiers)
+    run.settle(mutant)
+    row = run.rows[mutant.name]
+    assert (row["verdict"], row["killed_by"]) == want

@@ -66,7 +66,10 @@ LISTED_EQUIVALENT = {
                                                 "after reading only the row count, which a sparse or nested tensor "
                                                 "has, and either refusal names the logits",
 }
-VERDICTS = ("killed", "not_viable", "equivalent", "survived", "not_run", "error")
+# killed: a check or a comparison saw it; not_viable: its compile fails or crashes; crashed: a tier's probe raised
+# or timed out on it (the real kernel passing that tier); the three count as detected.
+VERDICTS = ("killed", "not_viable", "crashed", "equivalent", "survived", "not_run")
+DETECTED = ("killed", "not_viable", "crashed")
 
 
 def harness_digest(root=REPO_ROOT):
@@ -181,7 +184,7 @@ class Run:
                 "listed_equivalent": LISTED_EQUIVALENT, "mutants": rows, "finished": utc_now()}
 
     def passed(self, rows):
-        return not self.failures and all(r["verdict"] in ("killed", "not_viable", "equivalent") for r in rows)
+        return not self.failures and all(r["verdict"] in DETECTED + ("equivalent",) for r in rows)
 
     # ---- stage 1 and 2: coverage and the prefilter
     def _workers(self, plans):
@@ -303,14 +306,14 @@ class Run:
 
     def settle(self, m):
         row = self.rows[m.name]
-        if row["verdict"] in ("equivalent", "killed", "not_viable") or not row["plan"]:
+        if row["verdict"] in DETECTED + ("equivalent",) or not row["plan"]:
             return
         killed = [t for t in row["plan"] if row["tiers"].get(t, {}).get("killed")]
-        errors = [t for t in row["plan"] if row["tiers"].get(t, {}).get("error")]
+        errors = [t for t in row["plan"] if row["tiers"].get(t, {}).get("error") or row["tiers"].get(t, {}).get("raised")]
         if killed:
             row.update(verdict="killed", killed_by=killed[0])
         elif errors:
-            row["verdict"] = "error"
+            row.update(verdict="crashed", killed_by=errors[0])
         elif all(t in row["tiers"] for t in row["plan"]):
             row["verdict"] = "survived"
         else:
@@ -370,7 +373,7 @@ def score(rows):
         counts = {"sites": len({(r["file"], r["line"], r["old"]) for r in group}), "mutants": len(group)}
         counts.update({v: sum(r["verdict"] == v for r in group) for v in VERDICTS})
         decided = counts["mutants"] - counts["equivalent"]
-        counts["score"] = f"{counts['killed'] + counts['not_viable']}/{decided}"
+        counts["score"] = f"{sum(counts[v] for v in DETECTED)}/{decided}"
         return counts
 
     by_function, by_operator = {}, {}
@@ -403,8 +406,8 @@ def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print
     data = this.record()
     total = data["score"]["total"]
     log(f"generated: {data['verdict']}: {total['mutants']} mutants at {total['sites']} sites: {total['killed']} killed, "
-        f"{total['not_viable']} not viable, {total['equivalent']} equivalent, {total['survived']} survived, "
-        f"{total['not_run']} not run, {total['error']} errors ({data['seconds']} s)" + (f"; record {out}" if out else ""))
+        f"{total['not_viable']} not viable, {total['crashed']} crashed, {total['equivalent']} equivalent, "
+        f"{total['survived']} survived, {total['not_run']} not run ({data['seconds']} s)" + (f"; record {out}" if out else ""))
     for failure in data["failures"]:
         log(f"FAIL: {failure}")
     return data
