@@ -124,10 +124,14 @@ def reach(mutant, coverage):
 
 
 def tiers_after_prefilter(mutant, decidable, differs):
-    """The tiers that call route, in order, for a mutant the static tier did not kill."""
+    """The tiers that call route, in order, for a mutant the static tier did not kill: the contract's first for the
+    contract and for host code that compiles to the real PTX, the differential first where the PTX or launches
+    changed."""
     if mutant.contract:
         return [CONTRACT_CPU, CONTRACT_GPU] + ([DIFFERENTIAL] if differs else [])
-    return [DIFFERENTIAL] if decidable else [CONTRACT_CPU, DIFFERENTIAL, CONTRACT_GPU]
+    if decidable:
+        return [DIFFERENTIAL]
+    return [DIFFERENTIAL, CONTRACT_CPU, CONTRACT_GPU] if differs else [CONTRACT_CPU, DIFFERENTIAL, CONTRACT_GPU]
 
 
 class Run:
