@@ -4,7 +4,7 @@ catch every edit (the catalog: properties/mutants/catalog.py).
     python -m properties.mutants [--tier cpu|gpu|auto] [--only NAME ...] [--all] [--jobs N] [--report PATH]
     python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
     python -m properties.mutants generated [--tier cpu|gpu|auto] [--only NAME ...] [--jobs N] [--out PATH]
-                                           [--resume PATH] [--list]
+                                           [--resume PATH] [--seconds S] [--list]
                                            (the mutants generated from the kernel's code: generate.py, generated.py)
 
 ``--tier cpu`` runs the CPU tiers on the mutants that declare them: static for the kernel's mutants
@@ -73,6 +73,8 @@ def _generated(argv):
                         help="the record (default reports/mutants-generated.json)")
     parser.add_argument("--resume", type=types.existing_file, default=None,
                         help="a record whose outcomes are reused where the mutant and the harness are unchanged")
+    parser.add_argument("--seconds", type=types.integer(1, 7 * 24 * 3600), default=None,
+                        help="start no prefilter batch or probe after this many seconds (go on later with --resume)")
     parser.add_argument("--list", action="store_true", help="print the selected mutants' names and edits; run none")
     args = parser.parse_args(argv)
     try:
@@ -91,7 +93,7 @@ def _generated(argv):
         for m in mutants:
             print(f"{m.name}  {m.site}  {m.old!r} -> {m.new!r}")
         return 0
-    data = generated.run(args.only, args.tier, args.jobs, args.out, args.resume)
+    data = generated.run(args.only, args.tier, args.jobs, args.out, args.resume, seconds=args.seconds)
     ran = any(r["tiers"] or (r["prefilter"] or {}).get("compiled") for r in data["mutants"])
     if not ran and not any(r["verdict"] != "not_run" for r in data["mutants"]):
         print("mutants generated: NOTHING RUN: no mutant was probed (exit 1)")

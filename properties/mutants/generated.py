@@ -137,8 +137,10 @@ def tiers_after_prefilter(mutant, decidable, differs):
 class Run:
     """One run of the generated set: the rows by name, written to ``out`` as they change."""
 
-    def __init__(self, mutants, tier, out, resume, jobs, log):
+    def __init__(self, mutants, tier, out, resume, jobs, log, seconds=None):
         self.mutants, self.tier, self.out, self.jobs, self.log = mutants, tier, out, jobs, log
+        self.deadline = None if seconds is None else time.perf_counter() + seconds
+        self.stopped = False
         self.harness = harness_digest()
         self.provenance, self.host = record(PACKAGES), host()
         self.lock = threading.Lock()
@@ -182,6 +184,7 @@ class Run:
                 "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
                 "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
                 "seconds": round(time.perf_counter() - self.started, 1), "failures": self.failures,
+                "stopped_at_time_budget": self.stopped,
                 "real": self.real, "score": score(rows),
                 "survivors": [{"mutant": r["mutant"], "site": f"{r['file']}:{r['line']}", "diff": r.get("diff")}
                               for r in rows if r["verdict"] == "survived"],
@@ -197,9 +200,15 @@ class Run:
         with concurrent.futures.ThreadPoolExecutor(max(1, len(plans))) as pool:
             return list(pool.map(self._worker, plans))
 
+    def out_of_time(self):
+        """Whether the time budget is spent: no new batch or probe starts (the run is resumed later)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stopped = True
+        return self.stopped
+
     def _worker(self, plan):
         lines = []
-        while True:
+        while not (plan.get("coverage") is None and self.out_of_time()):
             folder = Path(tempfile.mkdtemp(prefix="worker-", dir=WORK_ROOT))
             (folder / "plan.json").write_text(json.dumps(plan))
             env = runner._probe_env(folder)
@@ -221,6 +230,7 @@ class Run:
                 return lines
             lines.append({"name": rest[0]["name"], "error": f"the compile crashed its process (exit {rc}): {tail[-300:]}"})
             plan = {"coverage": None, "mutants": rest[1:]}
+        return lines
 
     def prefilter(self):
         WORK_ROOT.mkdir(parents=True, exist_ok=True)
@@ -325,6 +335,8 @@ class Run:
 
     def tiers(self, runnable):
         """Each mutant's planned tiers that ``runnable`` holds, in order, until one kills it."""
+        if self.out_of_time():
+            return
         chains = []
         for m in self.mutants:
             plan = [t for t in self.rows[m.name]["plan"] if t in runnable]
@@ -346,6 +358,8 @@ class Run:
 
     def _chain(self, mutant, plan):
         for tier in plan:
+            if self.out_of_time():
+                return
             o = runner.run_probe(mutant, tier, make_copy=_copy)
             with self.lock:
                 self.rows[mutant.name]["tiers"][tier] = {"killed": o.killed, "evidence": o.evidence[:6],
@@ -388,15 +402,16 @@ def score(rows):
             "by_operator": {k: tally(v) for k, v in sorted(by_operator.items())}}
 
 
-def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print):
-    """Generate the set, run it, write ``out`` (unless None); the record."""
+def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print, seconds=None):
+    """Generate the set, run it, write ``out`` (unless None); the record. With ``seconds``, no batch or probe
+    starts after that many seconds: the record says so, and a later run with ``resume`` goes on."""
     gpu = cuda_reason() is None
     tier = ("gpu" if gpu else "cpu") if tier == "auto" else tier
     if tier == "gpu" and not gpu:
         raise RuntimeError(f"--tier gpu: {cuda_reason()}")
     mutants = select(generate.generate(KERNEL_DIR), only)
     jobs = jobs or max(1, min(os.cpu_count() or 1, 16))
-    this = Run(mutants, tier, out, resume, jobs, log)
+    this = Run(mutants, tier, out, resume, jobs, log, seconds)
     log(f"generated: {len(mutants)} mutants, tier {tier}, {jobs} at a time")
     this.prefilter()
     if not this.failures:
@@ -414,4 +429,6 @@ def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print
         f"{total['survived']} survived, {total['not_run']} not run ({data['seconds']} s)" + (f"; record {out}" if out else ""))
     for failure in data["failures"]:
         log(f"FAIL: {failure}")
+    if this.stopped:
+        log(f"generated: stopped at the time budget ({seconds} s): run again with --resume {out} to go on")
     return data
