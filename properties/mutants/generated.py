@@ -265,7 +265,7 @@ class Run:
         jobs.sort(key=lambda j: -len(j[0]))
         keys = [list(k) for k in _variant_keys()]
         real_check = {"name": "real", "dir": real_dir, "variants": [keys[0], keys[-1]]}
-        count = max(1, -(-len(jobs) // BATCH))
+        count = -(-len(jobs) // BATCH)
         plans = [{"coverage": None, "mutants": [j for _, j in jobs[i::count]] + [real_check]} for i in range(count)]
         self.log(f"generated: prefilter of {len(jobs)} mutants, {count} batches, {self.jobs} workers at a time")
         started = time.perf_counter()
