@@ -192,3 +192,14 @@ def test_a_mutant_survives_only_when_every_planned_tier_ran_and_none_saw_it(tier
     run.settle(mutant)
     row = run.rows[mutant.name]
     assert (row["verdict"], row["killed_by"]) == want
+
+
+def test_every_mutant_is_reached_through_the_first_line_of_a_statement():
+    """Tracing sees a statement's first line, not the other lines of a statement that spans several (a tuple's
+    rows), so every mutant's lines must hold a statement's first line."""
+    spans = {t: generated.statements((KERNEL_DIR / t).read_text()) for t in generate.TARGETS}
+    for m in MUTANTS:
+        firsts = {span[2] for span in spans[m.target]}
+        assert generated.lines_of(m, spans[m.target]) & firsts, m.name
+    inside = [m for m in MUTANTS if m.start[0] not in {span[2] for span in spans[m.target]}]
+    assert inside, "no mutant sits inside a statement of several lines: the check above proves nothing"

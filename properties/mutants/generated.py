@@ -21,6 +21,7 @@ written after the prefilter and after each probe, and ``resume`` reuses each mut
 mutant digest (the edited package's sha256) and harness digest are unchanged.
 """
 
+import ast
 import concurrent.futures
 import hashlib
 import json
@@ -104,14 +105,27 @@ def _copy(mutant, folder, kernel_dir=KERNEL_DIR):
     return target
 
 
-def lines_of(mutant):
-    return set(range(mutant.start[0], mutant.end[0] + 1))
+def statements(text):
+    """Every statement of a source, as ((start line, column), (end line, column), its first line)."""
+    return [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), n.lineno)
+            for n in ast.walk(ast.parse(text)) if isinstance(n, ast.stmt)]
 
 
-def reach(mutant, coverage):
+def lines_of(mutant, spans=()):
+    """The lines of the mutant's segment and the first line of the innermost statement holding each of its ends
+    (a line inside a statement that spans several, such as a tuple's, is not traced, the statement's is)."""
+    lines = set(range(mutant.start[0], mutant.end[0] + 1))
+    for position in (mutant.start, mutant.end):
+        holding = [span for span in spans if span[0] <= position <= span[1]]
+        if holding:
+            lines.add(max(holding)[2])
+    return lines
+
+
+def reach(mutant, coverage, spans=()):
     """(variants whose compile must run, whether the launch digest runs it, whether the machine may decide
-    equivalence): see the module's docstring."""
-    file, lines = mutant.target, lines_of(mutant)
+    equivalence): see the module's docstring. ``spans``: statements() of the mutant's file."""
+    file, lines = mutant.target, lines_of(mutant, spans)
     imported = lines & set(coverage["import"].get(file, ()))
     launch = bool(lines & set(coverage["launches"].get(file, ())))
     device = {name: lines & set(v["device"].get(file, ())) for name, v in coverage["variants"].items()}
@@ -250,9 +264,10 @@ class Run:
             self.failures.append(f"the real kernel fails the static tier: {real.get('error') or real['evidence'][:5]}")
             return
         jobs = []
+        spans = {target: statements((KERNEL_DIR / target).read_text()) for target in generate.TARGETS}
         for m in self.mutants:
             row = self.rows[m.name]
-            variants, launch, decidable = reach(m, coverage)
+            variants, launch, decidable = reach(m, coverage, spans[m.target])
             row["reach"] = {"variants": len(variants), "launch_digest": launch, "decidable": decidable}
             if row["prefilter"] is not None or m.name in LISTED_EQUIVALENT:
                 continue
@@ -374,8 +389,6 @@ class Run:
 
 def _variant_keys():
     """VARIANT_KEYS of the real kernel, read without importing it (the DSL) in this process."""
-    import ast
-
     tree = ast.parse((KERNEL_DIR / "routing.py").read_text())
     values = {}
     for node in tree.body:

@@ -7,8 +7,8 @@ tokens], ...]}]}. Each kernel copy is imported afresh (the ``kernel`` package an
 from sys.modules first, the copy's folder first on sys.path) and run through the static tier
 (properties/mutants/probe.py's ``static``, first kill) over its listed variants alone: the PTX digest of each,
 the launch digest, and whether a codegen check kills it. With "coverage", the real kernel is first traced:
-the lines of each kernel file run at import, inside the traced device code (a frame of a ``cute.jit`` or
-``cute.kernel`` function on the stack) of each variant, by the rest of its compile (host code), and by the
+the lines of each kernel file run at import, inside the traced device code (a frame of a ``cute.kernel``
+function on the stack) of each variant, by the rest of its compile (host code), and by the
 launch digest. One JSON line per kernel goes to RESULT as it finishes; a copy that raises (one that does not
 compile) gives its error.
 """
@@ -22,7 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 
 PURGED = ("kernel", "properties.codegen")
-DEVICE_DECORATORS = ("jit", "kernel")
+# Device code is what runs inside a cute.kernel's trace; a cute.jit launcher's own lines set the grid and block,
+# which neither the PTX nor the launch digest holds, so they count as host code.
+DEVICE_DECORATORS = ("kernel",)
 
 
 def _purge():
@@ -45,7 +47,7 @@ def _import_copy(kernel_dir):
 
 
 def device_functions(kernel_dir):
-    """{file name: names of its functions decorated cute.jit or cute.kernel}: the device code's roots."""
+    """{file name: names of its functions decorated cute.kernel}: the device code's roots."""
     names = {}
     for path in Path(kernel_dir).glob("*.py"):
         names[path.name] = {node.name for node in ast.walk(ast.parse(path.read_text()))
