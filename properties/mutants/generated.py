@@ -42,7 +42,9 @@ DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
 WORK_ROOT = REPO_ROOT / "build" / "mutants-generated"
 PREFILTER = "properties.mutants.prefilter"
 GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
-BATCH = 8  # mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a time budget waits for at most one batch per worker
+# Mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a run stopped at
+# its time budget waits for at most one batch per worker.
+BATCH = 8
 PACKAGES = ("nvidia-cutlass-dsl", "torch", "numpy", "hypothesis")
 # The code whose change can change a verdict besides the kernel: a resumed outcome is reused only when equal.
 HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "properties/codegen", "properties/contract",
