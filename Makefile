@@ -171,6 +171,14 @@ bench: $(STAMP) flashinfer-oracle ## (GPU) the benchmark; BENCH_OUT (reports/ben
 mutants: $(STAMP) ## the kernel's mutants; reports/mutants.json and reports/mutants/ (minimal cases)
 	$(PY) -m properties.mutants $(MUTANTS_ARGS)
 
+# The generated mutants (properties/mutants/generate.py): every operator at every site of the kernel's code, a CPU
+# prefilter (PTX and launch digests, the static tier) on all cores, then the tiers that call route; the score in
+# reports/mutants-generated.json. GENERATED_ARGS e.g. "--only routing._top_k", "--tier cpu", "--resume FILE", or
+# "--out properties/results/mutants-generated-h200-<commit>.json" for the committed record.
+.PHONY: mutants-generated
+mutants-generated: $(STAMP) ## the generated mutants' score (GENERATED_ARGS); reports/mutants-generated.json
+	$(PY) -m properties.mutants generated $(GENERATED_ARGS)
+
 mutants-corpus: ## copy reports/mutants/*.json into corpora/mutants/
 	@ls reports/mutants/*.json >/dev/null 2>&1 || { echo "mutants-corpus: no minimal cases in reports/mutants/ (run the mutants on a GPU first)"; exit 2; }
 	cp reports/mutants/*.json corpora/mutants/

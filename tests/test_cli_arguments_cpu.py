@@ -161,6 +161,12 @@ ROWS = [
     ("properties.mutants", ["--tier", "cpu", "--only", "ties_highest_lane"], "--only"),
     ("properties.mutants", ["--tier", "gpu"], "--tier", PROCESS),
     ("properties.mutants", ["replay", "{F}/missing.json"], "paths"),
+    ("properties.mutants", ["generated", "--only", "no_such_mutant"], "--only"),
+    ("properties.mutants", ["generated", "--jobs", "0"], "--jobs"),
+    ("properties.mutants", ["generated", "--out", "{F}/folder"], "--out"),
+    ("properties.mutants", ["generated", "--resume", "{F}/missing.json"], "--resume"),
+    ("properties.mutants", ["generated", "--resume", "{F}/object.json"], "--resume"),
+    ("properties.mutants", ["generated", "--tier", "gpu"], "--tier", PROCESS),
     # ---- the harness mutants
     ("properties.mutants.harness_run", ["--only", "no_such_mutant"], "--only", PROCESS),
     ("properties.mutants.harness_run", ["--only"], "--only"),

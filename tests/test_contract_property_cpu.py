@@ -98,6 +98,12 @@ def test_no_twin_of_a_valid_call_shares_its_signature():
     assert not lines, "\n".join(lines)
 
 
+def test_the_checked_call_cache_keeps_its_limit_of_signatures_then_starts_afresh(monkeypatch):
+    assert cache.capacity_breaches() == []
+    monkeypatch.setattr(contract.CheckedCalls, "add", lambda self, key, value: None)
+    assert cache.capacity_breaches(), "a cache that keeps nothing must be reported"
+
+
 def test_the_check_catches_a_wrong_name_a_wrong_clause_a_written_byte_and_another_exception():
     call = TARGETED["alignment"]["bias +4 bytes"]
 

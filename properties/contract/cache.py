@@ -3,6 +3,7 @@ predicate reads (predicate.READS of each tensor, predicate.SCALAR_READS of each 
 addresses where the thing is not the address.
 
 ``signature_breaches()`` (CPU): no twin shares kernel.contract.signature's key with the valid call.
+``capacity_breaches()``: the cache keeps every one of CACHE_LIMIT signatures, then starts afresh.
 ``cache_breaches(device, ...)`` (GPU): the valid call, then the valid call again (it must not be checked
 again: the cache holds it), then the twin, which must be checked again and must fare as the predicate says
 (refused, naming the argument, with no byte changed; or bit-exact against the model).
@@ -144,6 +145,24 @@ def signature_breaches():
             lines.append(f"{twin.argument} {twin.attribute}: the valid call has no stable signature ({key})")
         elif key == contract.signature(**other.arguments):
             lines.append(f"{twin.argument} {twin.attribute}: the twin shares the valid call's signature")
+    return lines
+
+
+def capacity_breaches():
+    """Lines for each way the checked-call cache fails to be one: a call with no signature kept, one of
+    CACHE_LIMIT signatures lost, or the cache not starting afresh at the next one."""
+    cache = contract.CheckedCalls()
+    cache.add(None, "no signature")
+    lines = [] if cache.get(None) is None else ["a call with no signature was kept"]
+    keys = [("signature", i) for i in range(contract.CACHE_LIMIT)]
+    for key in keys:
+        cache.add(key, key)
+    lost = [key for key in keys if cache.get(key) != key]
+    if lost:
+        lines.append(f"of {contract.CACHE_LIMIT} signatures the cache lost {len(lost)} (the first {lost[0]})")
+    cache.add(("one more",), "one more")
+    if cache.get(keys[0]) is not None or cache.get(("one more",)) != "one more":
+        lines.append(f"the cache did not start afresh with its signature {contract.CACHE_LIMIT + 1}")
     return lines
 
 

@@ -80,5 +80,7 @@ def run(cuda, examples):
     if not lines:
         lines = cache.cache_breaches(device_of(cuda), synchronizer(cuda)) if cuda else cache.signature_breaches()
     if not lines:
+        lines = cache.capacity_breaches()
+    if not lines:
         lines = drawn_breaches(cuda, examples)
     return lines[:MAX_LINES]

@@ -4,6 +4,9 @@ catch every edit (the catalog: properties/mutants/catalog.py).
     python -m properties.mutants [--tier cpu|gpu|auto] [--only NAME ...] [--all] [--jobs N] [--report PATH]
                                  [--reuse TABLE]
     python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
+    python -m properties.mutants generated [--tier cpu|gpu|auto] [--only NAME ...] [--jobs N] [--out PATH]
+                                           [--resume PATH] [--seconds S] [--list]
+                                           (the mutants generated from the kernel's code: generate.py, generated.py)
 
 ``--tier cpu`` runs the CPU tiers on the mutants that declare them: static for the kernel's mutants
 (``--all``: on every kernel mutant), contract-cpu for the contract's; ``--tier gpu`` runs every tier of its
@@ -18,6 +21,7 @@ run after all.
 """
 
 import argparse
+import json
 import sys
 
 from oracles.provenance import cuda_reason
@@ -55,10 +59,55 @@ def _replay(argv):
     return 0 if runner.replay(paths) else 1
 
 
+def _generated(argv):
+    from properties.mutants import generate, generated
+
+    parser = OneLineParser(prog="mutants generated", description="The mutants generated at every site of the "
+                           "kernel's code: the CPU prefilter (PTX and launch digests, the static tier), then the tiers "
+                           "that call route; the mutation score. Exit 1 unless every non-equivalent mutant is killed.")
+    parser.add_argument("--tier", choices=("cpu", "gpu", "auto"), default="auto")
+    parser.add_argument("--only", nargs="+", default=(), metavar="NAME",
+                        help="these mutants (a name, or a prefix ending at a dot: routing._top_k)")
+    parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
+                        help="prefilter workers and probes at a time (default: cores, at most 16)")
+    parser.add_argument("--out", type=types.output_file, default=generated.DEFAULT_OUT,
+                        help="the record (default reports/mutants-generated.json)")
+    parser.add_argument("--resume", type=types.existing_file, default=None,
+                        help="a record whose outcomes are reused where the mutant and the harness are unchanged")
+    parser.add_argument("--seconds", type=types.integer(1, 7 * 24 * 3600), default=None,
+                        help="start no prefilter batch or probe after this many seconds (go on later with --resume)")
+    parser.add_argument("--list", action="store_true", help="print the selected mutants' names and edits; run none")
+    args = parser.parse_args(argv)
+    try:
+        mutants = generated.select(generate.generate(generated.KERNEL_DIR), args.only)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.resume:
+        try:
+            if "mutants" not in json.loads(args.resume.read_text()):
+                raise ValueError("it has no mutants")
+        except ValueError as exc:
+            parser.error(f"--resume: {args.resume} is not a generated-mutants record ({exc})")
+    if args.tier == "gpu" and cuda_reason():
+        parser.error(f"--tier gpu: {cuda_reason()}")
+    if args.list:
+        for m in mutants:
+            print(f"{m.name}  {m.site}  {m.old!r} -> {m.new!r}")
+        return 0
+    data = generated.run(args.only, args.tier, args.jobs, args.out, args.resume, seconds=args.seconds)
+    ran = any(r["tiers"] or (r["prefilter"] or {}).get("compiled") for r in data["mutants"])
+    if not ran and not any(r["verdict"] != "not_run" for r in data["mutants"]):
+        print("mutants generated: NOTHING RUN: no mutant was probed (exit 1)")
+        return 1
+    return 0 if data["verdict"] == "PASS" else 1
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["replay"]:
         return _replay(argv[1:])
+    if argv[:1] == ["generated"]:
+        return _generated(argv[1:])
     parser = OneLineParser(prog="mutants", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tier", choices=("cpu", "gpu", "auto"), default="auto")
     parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")

@@ -277,18 +277,26 @@ def _problems(checks, variant, where):
     return evidence, raised
 
 
-def static(first_kill):
-    """properties/codegen/checks.py over every variant; with ``first_kill``, stop at the first variant that
-    fails a check (the PTX checks run before the cubin is disassembled)."""
+def variant_name(metadata, renormalize, tokens):
+    """How a static result names a variant (the key of its PTX digest)."""
+    return f"metadata={metadata} renormalize={renormalize} tokens={tokens}"
+
+
+def static(first_kill, variants=None):
+    """properties/codegen/checks.py over every variant (``variants``: over those keys of VARIANT_KEYS alone);
+    with ``first_kill``, stop at the first variant that fails a check (the PTX checks run before the cubin is
+    disassembled)."""
     from properties.codegen import checks as codegen_checks
 
     evidence = [f"constants: {problem}" for problem in codegen_checks.constant_problems()]
     raised, digests = [], {}
     for metadata, renormalize, tokens in codegen_checks.VARIANTS:
+        if variants is not None and (metadata, renormalize, tokens) not in variants:
+            continue
         if evidence and first_kill:
             break
         variant = codegen_checks.compile_variant(metadata, renormalize, tokens)  # a compile error ends the probe
-        where = f"metadata={metadata} renormalize={renormalize} tokens={tokens}"
+        where = variant_name(metadata, renormalize, tokens)
         digests[where] = ptx_digest(variant["ptx"])
         for checks in (codegen_checks.PTX_CHECKS, codegen_checks.CUBIN_CHECKS):
             if evidence and first_kill:

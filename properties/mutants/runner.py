@@ -70,14 +70,15 @@ def _probe_env(folder):
     return env
 
 
-def run_probe(mutant, tier, extra=()):
-    """Run tier ``tier`` on the mutant (None: the real kernel) in a subprocess; its Outcome."""
+def run_probe(mutant, tier, extra=(), make_copy=materialise):
+    """Run tier ``tier`` on the mutant (None: the real kernel) in a subprocess; its Outcome. ``make_copy(mutant,
+    folder)`` writes the edited kernel package into ``folder`` and returns its path."""
     name = mutant.name if mutant else "real"
     WORK_ROOT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix=f"{name}-{tier}-", dir=WORK_ROOT))
     try:
-        kernel_dir = materialise(mutant, folder)
+        kernel_dir = make_copy(mutant, folder)
         result, log = folder / "result.json", folder / "probe.log"
         cmd = [sys.executable, "-m", PROBE, tier, "--kernel-dir", str(kernel_dir),
                "--result", str(result), "--name", name, *extra]

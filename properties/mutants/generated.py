@@ -1,0 +1,449 @@
+"""Running the generated mutants (properties/mutants/generate.py) through the tiers, and their mutation score.
+
+Stages, each mutant stopping at its first kill:
+1. Coverage: the real kernel's import, each variant's compile and the launch digest traced in one worker
+   (properties/mutants/prefilter.py), which also runs the real kernel through the static tier.
+2. The CPU prefilter, ``jobs`` workers in parallel: each mutant whose edited lines run at import or in a
+   variant's compile or the launch digest is compiled for the variants whose compile runs them (all of them for
+   an import-time line; the others keep the real kernel's PTX, since none of their code changed) and run
+   through the static tier. A mutant whose lines run only inside device code and the launch digest, with the
+   real kernel's PTX for every variant and the same launch digest, is equivalent (decided by the machine).
+   Code that no compile runs (route's host code, the contract) keeps the real PTX by construction and is
+   never called equivalent by it: the tiers that call route must kill it.
+3. The tiers that call the kernel, in order (a tier that killed it in the resumed record first):
+   contract-cpu (host code of the contract or of route), differential and contract-gpu (GPU). Each in a
+   fresh process on the mutant's copy (properties/mutants/runner.py's ``run_probe``); the real kernel must
+   pass every tier that runs, so no kill is vacuous.
+
+A mutant in LISTED_EQUIVALENT (named by site, with the reason) is not run. The record (``score``) holds, per
+file and function and per operator: sites, mutants, equivalent, killed, survived; every survivor's diff. It is
+written after the prefilter and after each probe, and ``resume`` reuses each mutant's tier outcomes whose
+mutant digest (the edited package's sha256) and harness digest are unchanged.
+"""
+
+import ast
+import concurrent.futures
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from oracles.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
+from properties.mutants import generate, probe, runner
+from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
+
+DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
+WORK_ROOT = REPO_ROOT / "build" / "mutants-generated"
+PREFILTER = "properties.mutants.prefilter"
+GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
+# Mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a run stopped at
+# its time budget waits for at most one batch per worker.
+BATCH = 8
+PACKAGES = ("nvidia-cutlass-dsl", "torch", "numpy", "hypothesis")
+# The code whose change can change a verdict besides the kernel: a resumed outcome is reused only when equal.
+HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "properties/codegen", "properties/contract",
+           "properties/engine", "properties/inputs", "oracles")
+# Semantically equivalent mutants no digest can tell, keyed by site; tests/test_mutants_generated_cpu.py checks
+# that each still names a generated mutant.
+CACHE_SIZE_ONLY = ("CACHE_LIMIT only bounds the checked-call cache's size: the cache starting afresh one signature "
+                   "sooner or later changes no call's outcome")
+NO_SUCH_TABLE = ("cta_table's value for tiles 1..256 is never 2^31 - 1, 2^31 or 2^31 + 1 (only tile 1's, "
+                 "0x87654321, reaches 2^31), so the comparison with 2^31 moved by one decides alike")
+WHOLE_WORDS = ("every tensor that reaches the overlap check is 4-byte aligned (the alignment checks come first) and "
+               "spans whole 4-byte elements, so a0 and b1 (b0 and a1) differ by a multiple of 4 and x < y - 1 iff x < y")
+LISTED_EQUIVALENT = {
+    "contract.module.int_plus_one.2": CACHE_SIZE_ONLY,
+    "contract.module.int_minus_one.2": CACHE_SIZE_ONLY,
+    "contract.cta_table.compare_boundary.0": NO_SUCH_TABLE,
+    "contract.cta_table.bound_minus_one.1": NO_SUCH_TABLE,
+    "contract.cta_table.bound_plus_one.1": NO_SUCH_TABLE,
+    "contract._check_no_overlap.bound_minus_one.0": WHOLE_WORDS,
+    "contract._check_no_overlap.bound_minus_one.1": WHOLE_WORDS,
+    "contract.check_arguments.check_removed.1": "the first dense check of the logits: _check_tensor checks it again "
+                                                "after reading only the row count, which a sparse or nested tensor "
+                                                "has, and either refusal names the logits",
+}
+# killed: a check or a comparison saw it; not_viable: its compile fails or crashes; crashed: a tier's probe raised
+# or timed out on it (the real kernel passing that tier); the three count as detected.
+VERDICTS = ("killed", "not_viable", "crashed", "equivalent", "survived", "not_run")
+DETECTED = ("killed", "not_viable", "crashed")
+
+
+def harness_digest(root=REPO_ROOT):
+    """sha256 of the harness code that decides a verdict (HARNESS), and of the DSL's version."""
+    h = hashlib.sha256(str(record(PACKAGES)["packages"]).encode())
+    for entry in HARNESS:
+        path = Path(root) / entry
+        for file in sorted([path] if path.is_file() else path.rglob("*.py")):
+            h.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    return h.hexdigest()
+
+
+def select(mutants, only):
+    """The mutants named in ``only`` (a name, or a prefix of names ending at a dot: a file or function);
+    ValueError naming any that selects none."""
+    if not only:
+        return list(mutants)
+    chosen = [m for m in mutants if any(m.name == o or m.name.startswith(o + ".") for o in only)]
+    unknown = [o for o in only if not any(m.name == o or m.name.startswith(o + ".") for m in mutants)]
+    if unknown:
+        raise ValueError(f"--only: no generated mutant named {', '.join(unknown)} (a name or a prefix such as "
+                         "routing._top_k)")
+    return chosen
+
+
+def _copy(mutant, folder, kernel_dir=KERNEL_DIR):
+    """folder/kernel: the kernel package with the mutant applied (None: unedited)."""
+    target = Path(folder) / "kernel"
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in generate.sources_of(mutant, kernel_dir).items():
+        (target / name).write_text(text)
+    return target
+
+
+def statements(text):
+    """Every statement of a source, as ((start line, column), (end line, column), its first line)."""
+    return [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), n.lineno)
+            for n in ast.walk(ast.parse(text)) if isinstance(n, ast.stmt)]
+
+
+def lines_of(mutant, spans=()):
+    """The lines of the mutant's segment and the first line of the innermost statement holding each of its ends
+    (a line inside a statement that spans several, such as a tuple's, is not traced, the statement's is)."""
+    lines = set(range(mutant.start[0], mutant.end[0] + 1))
+    for position in (mutant.start, mutant.end):
+        holding = [span for span in spans if span[0] <= position <= span[1]]
+        if holding:
+            lines.add(max(holding)[2])
+    return lines
+
+
+def reach(mutant, coverage, spans=()):
+    """(variants whose compile must run, whether the launch digest runs it, whether the machine may decide
+    equivalence): see the module's docstring. ``spans``: statements() of the mutant's file."""
+    file, lines = mutant.target, lines_of(mutant, spans)
+    imported = lines & set(coverage["import"].get(file, ()))
+    launch = bool(lines & set(coverage["launches"].get(file, ())))
+    device = {name: lines & set(v["device"].get(file, ())) for name, v in coverage["variants"].items()}
+    host_lines = {name: lines & set(v["host"].get(file, ())) for name, v in coverage["variants"].items()}
+    variants = sorted(coverage["variants"]) if imported else \
+        sorted(name for name in coverage["variants"] if device[name] or host_lines[name])
+    decidable = (any(device.values()) or launch) and not imported and not any(host_lines.values()) \
+        and not mutant.contract
+    return variants, launch, decidable
+
+
+def tiers_after_prefilter(mutant, decidable, differs):
+    """The tiers that call route, in order, for a mutant the static tier did not kill: the contract's first for the
+    contract and for host code that compiles to the real PTX, the differential first where the PTX or launches
+    changed."""
+    if mutant.contract:
+        return [CONTRACT_CPU, CONTRACT_GPU] + ([DIFFERENTIAL] if differs else [])
+    if decidable:
+        return [DIFFERENTIAL]
+    return [DIFFERENTIAL, CONTRACT_CPU, CONTRACT_GPU] if differs else [CONTRACT_CPU, DIFFERENTIAL, CONTRACT_GPU]
+
+
+class Run:
+    """One run of the generated set: the rows by name, written to ``out`` as they change."""
+
+    def __init__(self, mutants, tier, out, resume, jobs, log, seconds=None):
+        self.mutants, self.tier, self.out, self.jobs, self.log = mutants, tier, out, jobs, log
+        self.deadline = None if seconds is None else time.perf_counter() + seconds
+        self.stopped = False
+        self.harness = harness_digest()
+        self.provenance, self.host = record(PACKAGES), host()
+        self.lock = threading.Lock()
+        previous = json.loads(Path(resume).read_text()) if resume else {"mutants": []}
+        same_harness = previous.get("harness_digest") == self.harness
+        self.previous = {row["mutant"]: row for row in previous["mutants"]}
+        self.rows = {}
+        texts = generate.sources_of(None, KERNEL_DIR)
+        for m in mutants:
+            sources = generate.sources_of(m, KERNEL_DIR, texts)
+            row = {"mutant": m.name, "file": f"kernel/{m.target}", "function": m.function, "operator": m.operator,
+                   "ordinal": m.ordinal, "line": m.start[0], "old": m.old, "new": m.new,
+                   "digest": generate.digest(sources), "prefilter": None, "tiers": {}, "plan": [],
+                   "verdict": "not_run", "killed_by": None}
+            old = self.previous.get(m.name)
+            if old and old.get("digest") == row["digest"] and same_harness:
+                row.update(prefilter=old.get("prefilter"), tiers=old.get("tiers", {}), plan=old.get("plan", []))
+            row["known_kill"] = old.get("killed_by") if old else None
+            self.rows[m.name] = row
+        self.real = {}
+        self.started = time.perf_counter()
+        self.failures = []
+
+    # ---- the record
+    def write(self):
+        if self.out is None:
+            return
+        with self.lock:
+            data = self.record()
+        Path(self.out).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(str(self.out) + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1) + "\n")
+        tmp.replace(self.out)
+
+    def record(self):
+        rows = [self.rows[m.name] for m in self.mutants]
+        for m, row in zip(self.mutants, rows):
+            if row["verdict"] == "survived":
+                row["diff"] = generate.diff(m, KERNEL_DIR)
+        return {"kind": "mutants-generated", "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
+                "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
+                "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
+                "seconds": round(time.perf_counter() - self.started, 1), "failures": self.failures,
+                "stopped_at_time_budget": self.stopped,
+                "real": self.real, "score": score(rows),
+                "survivors": [{"mutant": r["mutant"], "site": f"{r['file']}:{r['line']}", "diff": r.get("diff")}
+                              for r in rows if r["verdict"] == "survived"],
+                "listed_equivalent": LISTED_EQUIVALENT, "mutants": rows, "finished": utc_now()}
+
+    def passed(self, rows):
+        return not self.failures and all(r["verdict"] in DETECTED + ("equivalent",) for r in rows)
+
+    # ---- stage 1 and 2: coverage and the prefilter
+    def _workers(self, plans):
+        """Run the prefilter worker on each plan at once; the JSON lines of each. A worker that dies (a mutant
+        whose compile crashes the process) gives that mutant an error line and a fresh worker takes the rest."""
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(plans))) as pool:
+            return list(pool.map(self._worker, plans))
+
+    def out_of_time(self):
+        """Whether the time budget is spent: no new batch or probe starts (the run is resumed later)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stopped = True
+        return self.stopped
+
+    def _worker(self, plan):
+        lines = []
+        while not (plan.get("coverage") is None and self.out_of_time()):
+            folder = Path(tempfile.mkdtemp(prefix="worker-", dir=WORK_ROOT))
+            (folder / "plan.json").write_text(json.dumps(plan))
+            env = runner._probe_env(folder)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep) if p != str(folder))
+            with open(folder / "worker.log", "w") as log:
+                rc = subprocess.call([sys.executable, "-m", PREFILTER, "plan.json", "result.jsonl"], cwd=folder,
+                                     env=env, stdout=log, stderr=subprocess.STDOUT)
+            out = folder / "result.jsonl"
+            done = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+            lines += done
+            tail = (folder / "worker.log").read_text()[-2000:]
+            shutil.rmtree(folder, ignore_errors=True)
+            if rc == 0:
+                return lines
+            finished = {x.get("name") for x in done}
+            rest = [job for job in plan["mutants"] if job["name"] not in finished]
+            if plan.get("coverage") and not any("coverage" in x for x in done) or not rest or rest[0]["name"] == "real":
+                self.failures.append(f"prefilter worker exit {rc}: {tail}")
+                return lines
+            lines.append({"name": rest[0]["name"], "error": f"the compile crashed its process (exit {rc}): {tail[-300:]}"})
+            plan = {"coverage": None, "mutants": rest[1:]}
+        return lines
+
+    def prefilter(self):
+        WORK_ROOT.mkdir(parents=True, exist_ok=True)
+        base = Path(tempfile.mkdtemp(prefix="copies-", dir=WORK_ROOT))
+        real_dir = str(_copy(None, base / "real"))
+        all_variants = [list(k) for k in _variant_keys()]
+        (first,) = self._workers([{"coverage": real_dir, "mutants": [{"name": "real", "dir": real_dir,
+                                                                      "variants": all_variants}]}])
+        coverage = next((x["coverage"] for x in first if "coverage" in x), None)
+        real = next((x for x in first if x.get("name") == "real"), {"error": "the coverage worker gave no result"})
+        if coverage is None or "error" in real:
+            self.failures.append(f"the real kernel's coverage and static tier: {real.get('error')}")
+            return
+        self.real[STATIC] = {"passed": real.get("killed") is False and not real.get("raised"),
+                             "evidence": real.get("evidence", [])[:6], "error": real.get("error")}
+        if not self.real[STATIC]["passed"]:
+            self.failures.append(f"the real kernel fails the static tier: {real.get('error') or real['evidence'][:5]}")
+            return
+        jobs = []
+        spans = {target: statements((KERNEL_DIR / target).read_text()) for target in generate.TARGETS}
+        for m in self.mutants:
+            row = self.rows[m.name]
+            variants, launch, decidable = reach(m, coverage, spans[m.target])
+            row["reach"] = {"variants": len(variants), "launch_digest": launch, "decidable": decidable}
+            if row["prefilter"] is not None or m.name in LISTED_EQUIVALENT:
+                continue
+            if not variants and not launch:
+                row["prefilter"] = {"killed": False, "differs": False, "compiled": 0}
+                continue
+            folder = base / f"m{len(jobs)}"
+            jobs.append((variants, {"name": m.name, "dir": str(_copy(m, folder)),
+                                    "variants": [list(k) for k in _variant_keys() if probe.variant_name(*k) in variants]}))
+        jobs.sort(key=lambda j: -len(j[0]))
+        keys = [list(k) for k in _variant_keys()]
+        real_check = {"name": "real", "dir": real_dir, "variants": [keys[0], keys[-1]]}
+        count = -(-len(jobs) // BATCH)
+        plans = [{"coverage": None, "mutants": [j for _, j in jobs[i::count]] + [real_check]} for i in range(count)]
+        self.log(f"generated: prefilter of {len(jobs)} mutants, {count} batches, {self.jobs} workers at a time")
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            for future in concurrent.futures.as_completed([pool.submit(self._worker, plan) for plan in plans]):
+                with self.lock:
+                    self._absorb(future.result(), real)
+                self.write()
+        shutil.rmtree(base, ignore_errors=True)
+        self.log(f"generated: prefilter done in {time.perf_counter() - started:.1f} s")
+
+    def _absorb(self, lines, real):
+        """A prefilter batch's lines into the rows (the real kernel's: checked against the first worker's)."""
+        for x in lines:
+            if x["name"] == "real":
+                if any(real["ptx_sha256"].get(k) != v for k, v in x.get("ptx_sha256", {}).items()) or \
+                        x.get("launches_sha256") != real["launches_sha256"]:
+                    self.failures.append("a prefilter worker's real kernel compiled to other digests than the first "
+                                         f"worker's: the workers do not import their copies cleanly ({x.get('error')})")
+                continue
+            row = self.rows[x["name"]]
+            if "error" in x:
+                row["prefilter"] = {"killed": True, "not_viable": True, "evidence": [x["error"]], "compiled": 0}
+                continue
+            ptx = {**real["ptx_sha256"], **x["ptx_sha256"]}
+            row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
+                                "compiled": len(x["ptx_sha256"]), "seconds": x.get("seconds"),
+                                "differs": ptx != real["ptx_sha256"] or x["launches_sha256"] != real["launches_sha256"]}
+
+    # ---- stage 3: the tiers that call route
+    def classify(self, m):
+        row = self.rows[m.name]
+        pre = row["prefilter"]
+        if m.name in LISTED_EQUIVALENT:
+            row.update(verdict="equivalent", equivalence=LISTED_EQUIVALENT[m.name])
+            return []
+        if pre is None:
+            return []
+        if pre.get("killed") and not pre.get("raised"):
+            row.update(verdict="not_viable" if pre.get("not_viable") else "killed", killed_by=STATIC)
+            return []
+        decidable = row["reach"]["decidable"]
+        if decidable and not pre.get("differs"):
+            row.update(verdict="equivalent", equivalence="the real kernel's PTX for every variant and its launches")
+            return []
+        plan = tiers_after_prefilter(m, decidable, pre.get("differs"))
+        if row["known_kill"] in plan:
+            plan.remove(row["known_kill"])
+            plan.insert(0, row["known_kill"])
+        row["plan"] = plan
+        return plan
+
+    def settle(self, m):
+        row = self.rows[m.name]
+        if row["verdict"] in DETECTED + ("equivalent",) or not row["plan"]:
+            return
+        killed = [t for t in row["plan"] if row["tiers"].get(t, {}).get("killed")]
+        errors = [t for t in row["plan"] if row["tiers"].get(t, {}).get("error") or row["tiers"].get(t, {}).get("raised")]
+        if killed:
+            row.update(verdict="killed", killed_by=killed[0])
+        elif errors:
+            row.update(verdict="crashed", killed_by=errors[0])
+        elif all(t in row["tiers"] for t in row["plan"]):
+            row["verdict"] = "survived"
+        else:
+            row["verdict"] = "not_run"
+
+    def tiers(self, runnable):
+        """Each mutant's planned tiers that ``runnable`` holds, in order, until one kills it."""
+        if self.out_of_time():
+            return
+        chains = []
+        for m in self.mutants:
+            plan = [t for t in self.rows[m.name]["plan"] if t in runnable]
+            if plan and not any(self.rows[m.name]["tiers"].get(t, {}).get("killed") for t in plan):
+                chains.append((m, [t for t in plan if t not in self.rows[m.name]["tiers"]]))
+        chains = [(m, plan) for m, plan in chains if plan]
+        used = sorted({t for _, plan in chains for t in plan})
+        if used:
+            real = runner._pool_run([(None, t, ()) for t in used], len(used), self.log)
+            for (_, t), o in real.items():
+                self.real[t] = {"passed": o.killed is False and not o.raised and not o.error,
+                                "evidence": o.evidence[:6], "error": o.error}
+                if not self.real[t]["passed"]:
+                    self.failures.append(f"the real kernel fails the {t} tier: {o.error or o.evidence[:5]}")
+                    return
+        self.log(f"generated: {len(chains)} mutants through tiers {used}")
+        with concurrent.futures.ThreadPoolExecutor(max(1, self.jobs)) as pool:
+            list(pool.map(lambda chain: self._chain(*chain), chains))
+
+    def _chain(self, mutant, plan):
+        for tier in plan:
+            if self.out_of_time():
+                return
+            o = runner.run_probe(mutant, tier, make_copy=_copy)
+            with self.lock:
+                self.rows[mutant.name]["tiers"][tier] = {"killed": o.killed, "evidence": o.evidence[:6],
+                                                         "raised": o.raised[:3], "case": o.case, "error": o.error,
+                                                         "seconds": round(o.seconds, 1)}
+            self.log(f"  {mutant.name:60s} {tier:12s} {'killed' if o.killed else 'error' if o.error else 'not killed'}"
+                     f" {o.seconds:6.1f} s")
+            self.write()
+            if o.killed or o.error:
+                return
+
+
+def _variant_keys():
+    """VARIANT_KEYS of the real kernel, read without importing it (the DSL) in this process."""
+    tree = ast.parse((KERNEL_DIR / "routing.py").read_text())
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "KERNELS":
+            values["KERNELS"] = ast.literal_eval(node.value)
+    return tuple((metadata, renormalize, tokens) for metadata, tokens in values["KERNELS"]
+                 for renormalize in (False, True))
+
+
+def score(rows):
+    """{"total", "by_function", "by_operator"}: sites, mutants, and each verdict's count."""
+    def tally(group):
+        counts = {"sites": len({(r["file"], r["line"], r["old"]) for r in group}), "mutants": len(group)}
+        counts.update({v: sum(r["verdict"] == v for r in group) for v in VERDICTS})
+        decided = counts["mutants"] - counts["equivalent"]
+        counts["score"] = f"{sum(counts[v] for v in DETECTED)}/{decided}"
+        return counts
+
+    by_function, by_operator = {}, {}
+    for r in rows:
+        by_function.setdefault(f"{r['file']}:{r['function']}", []).append(r)
+        by_operator.setdefault(r["operator"], []).append(r)
+    return {"total": tally(rows), "by_function": {k: tally(v) for k, v in sorted(by_function.items())},
+            "by_operator": {k: tally(v) for k, v in sorted(by_operator.items())}}
+
+
+def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print, seconds=None):
+    """Generate the set, run it, write ``out`` (unless None); the record. With ``seconds``, no batch or probe
+    starts after that many seconds: the record says so, and a later run with ``resume`` goes on."""
+    gpu = cuda_reason() is None
+    tier = ("gpu" if gpu else "cpu") if tier == "auto" else tier
+    if tier == "gpu" and not gpu:
+        raise RuntimeError(f"--tier gpu: {cuda_reason()}")
+    mutants = select(generate.generate(KERNEL_DIR), only)
+    jobs = jobs or max(1, min(os.cpu_count() or 1, 16))
+    this = Run(mutants, tier, out, resume, jobs, log, seconds)
+    log(f"generated: {len(mutants)} mutants, tier {tier}, {jobs} at a time")
+    this.prefilter()
+    if not this.failures:
+        for m in mutants:
+            this.classify(m)
+        this.write()
+        this.tiers((CONTRACT_CPU,) + (GPU_TIERS if tier == "gpu" else ()))
+    for m in mutants:
+        this.settle(m)
+    this.write()
+    data = this.record()
+    total = data["score"]["total"]
+    log(f"generated: {data['verdict']}: {total['mutants']} mutants at {total['sites']} sites: {total['killed']} killed, "
+        f"{total['not_viable']} not viable, {total['crashed']} crashed, {total['equivalent']} equivalent, "
+        f"{total['survived']} survived, {total['not_run']} not run ({data['seconds']} s)" + (f"; record {out}" if out else ""))
+    for failure in data["failures"]:
+        log(f"FAIL: {failure}")
+    if this.stopped:
+        log(f"generated: stopped at the time budget ({seconds} s): run again with --resume {out} to go on")
+    return data

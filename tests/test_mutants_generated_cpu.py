@@ -1,0 +1,205 @@
+"""The generated mutants (properties/mutants/generate.py, generated.py) on the CPU.
+
+The set covers every operator on the current kernel, is the same for the same source, names each mutant by its
+site and never by its text (a pure refactor of a copy, a local renamed and a function moved, keeps every name
+and the static tier's verdict), makes no no-op mutant, and every listed equivalent still names a generated
+mutant. The prefilter's rule: only a mutant whose lines run in device code or the launch digest alone may be
+called equivalent by its digests. The score counts each verdict per function and operator.
+"""
+
+import ast
+import shutil
+
+import pytest
+
+from properties.mutants import generate, generated, runner
+from properties.mutants.catalog import KERNEL_DIR, STATIC
+
+MUTANTS = generate.generate(KERNEL_DIR)
+
+
+def test_every_operator_applies_somewhere_and_every_target_file_has_mutants():
+    assert {m.operator for m in MUTANTS} == set(generate.OPERATORS)
+    assert {m.target for m in MUTANTS} == set(generate.TARGETS)
+
+
+def test_the_same_source_gives_the_same_set_in_the_same_order_with_unique_names():
+    names = [m.name for m in MUTANTS]
+    assert names == [m.name for m in generate.generate(KERNEL_DIR)]
+    assert len(set(names)) == len(names)
+
+
+def test_every_mutant_changes_the_syntax_tree_and_edits_its_segment_alone():
+    texts = {target: (KERNEL_DIR / target).read_text() for target in generate.TARGETS}
+    trees = {target: ast.dump(ast.parse(text)) for target, text in texts.items()}
+    for m in MUTANTS:
+        text = texts[m.target]
+        mutated = m.apply(text)
+        assert ast.dump(ast.parse(mutated)) != trees[m.target], m.name
+        begin = generate._offset(text.splitlines(keepends=True), m.start)
+        assert mutated[:begin] == text[:begin] and mutated[begin:].endswith(text[begin + len(m.old):]), m.name
+
+
+def test_every_listed_equivalent_names_a_generated_mutant():
+    names = {m.name for m in MUTANTS}
+    missing = sorted(set(generated.LISTED_EQUIVALENT) - names)
+    assert not missing, f"listed equivalents that name no generated mutant (update LISTED_EQUIVALENT): {missing}"
+    assert all(reason.strip() for reason in generated.LISTED_EQUIVALENT.values())
+
+
+def test_a_mutant_refuses_a_source_that_no_longer_holds_its_segment():
+    m = MUTANTS[0]
+    text = (KERNEL_DIR / m.target).read_text()
+    with pytest.raises(ValueError, match=m.name):
+        m.apply("\n" * m.start[0] + text)
+
+
+def test_selection_by_name_or_prefix_and_a_name_that_selects_nothing_is_refused():
+    first = MUTANTS[0]
+    assert generated.select(MUTANTS, [first.name]) == [first]
+    prefix = f"{first.name.split('.')[0]}.{first.function}"
+    assert first in generated.select(MUTANTS, [prefix])
+    with pytest.raises(ValueError, match="no_such"):
+        generated.select(MUTANTS, ["no_such"])
+
+
+# ---------------------------------------------------------------------------------------------- a pure refactor
+
+def _rename_a_local(text):
+    """The first top-level function's first assigned local (not a parameter) renamed everywhere in it."""
+    tree = ast.parse(text)
+    for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        params = {a.arg for a in function.args.args}
+        assigned = [t.id for n in ast.walk(function) if isinstance(n, ast.Assign) for t in n.targets
+                    if isinstance(t, ast.Name) and t.id not in params]
+        if assigned:
+            old = assigned[0]
+            names = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == old]
+            lines = text.splitlines(keepends=True)
+            for node in sorted(names, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+                begin = generate._offset(lines, (node.lineno, node.col_offset))
+                text = text[:begin] + old + "_renamed" + text[begin + len(old):]
+                lines = text.splitlines(keepends=True)
+            return text, old
+    raise AssertionError("no top-level function with a local to rename")
+
+
+def _move_last_function_first(text):
+    """The last top-level function moved (with its decorators) before the first one."""
+    tree = ast.parse(text)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    first, last = functions[0], functions[-1]
+    lines = text.splitlines(keepends=True)
+    start = lambda n: min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1  # noqa: E731
+    moved = "".join(lines[start(last):last.end_lineno])
+    rest = lines[:start(last)] + lines[last.end_lineno:]
+    at = start(first)
+    return "".join(rest[:at]) + moved + "\n\n" + "".join(rest[at:])
+
+
+@pytest.fixture(scope="module")
+def refactored(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("refactored") / "kernel"
+    shutil.copytree(KERNEL_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    renamed, local = _rename_a_local((folder / "routing.py").read_text())
+    (folder / "routing.py").write_text(_move_last_function_first(renamed))
+    return folder, local
+
+
+def test_a_pure_refactor_keeps_every_mutants_name_and_edit(refactored):
+    folder, local = refactored
+    after = {m.name: m for m in generate.generate(folder)}
+    assert set(after) == {m.name for m in MUTANTS}
+    for m in MUTANTS:
+        twin = after[m.name]
+        assert (twin.operator, twin.old.replace(local + "_renamed", local), twin.new.replace(local + "_renamed", local)) \
+            == (m.operator, m.old, m.new), m.name
+    assert any(after[m.name].start != m.start for m in MUTANTS if m.target == "routing.py")
+
+
+def test_a_pure_refactor_keeps_the_kernels_ptx_and_a_mutants_static_verdict(refactored):
+    folder, _ = refactored
+    name = next(m.name for m in MUTANTS if m.operator == generate.PTX_SIBLING and m.target == "primitives.py")
+    twin = next(m for m in generate.generate(folder) if m.name == name)
+
+    def copy_of(kernel_dir):
+        return lambda mutant, target: generated._copy(mutant, target, kernel_dir)
+
+    work = [(None, KERNEL_DIR), (None, folder), (twin, folder)]
+    with runner.concurrent.futures.ThreadPoolExecutor(2) as pool:
+        real, real_after, mutant = pool.map(lambda job: runner.run_probe(job[0], STATIC, make_copy=copy_of(job[1])),
+                                            work)
+    assert real.error is None and real_after.error is None, real.error or real_after.error
+    assert real_after.ptx == real.ptx and real_after.launches == real.launches and real_after.killed is False
+    assert mutant.error is None and mutant.killed, (name, mutant.error, mutant.evidence)
+
+
+# ---------------------------------------------------------------------------------------------- the prefilter's rule
+
+def _coverage(imported=(), device=(), host=(), launches=()):
+    variant = {"device": {"routing.py": list(device)}, "host": {"routing.py": list(host)}}
+    return {"import": {"routing.py": list(imported)}, "variants": {"v0": variant, "v1": {"device": {}, "host": {}}},
+            "launches": {"routing.py": list(launches)}}
+
+
+def _at(line, target="routing.py"):
+    return generate.Mutant(target, "f", generate.INT_PLUS_ONE, 0, (line, 0), (line, 1), "1", "2")
+
+
+@pytest.mark.parametrize("coverage,want", [
+    (_coverage(device=[5]), (["v0"], False, True)),  # device code alone: decided by its digests
+    (_coverage(launches=[5]), ([], True, True)),  # the launch digest alone
+    (_coverage(imported=[5]), (["v0", "v1"], False, False)),  # import time: every variant, never equivalent
+    (_coverage(device=[5], host=[5]), (["v0"], False, False)),  # also host code: never equivalent
+    (_coverage(), ([], False, False)),  # no compile runs it (route's host code): no compile, never equivalent
+], ids=["device", "launch", "import", "host", "runtime"])
+def test_only_a_mutant_of_device_code_or_the_launch_digest_may_be_equivalent_by_its_digests(coverage, want):
+    assert generated.reach(_at(5), coverage) == want
+
+
+def test_a_contract_mutant_is_never_equivalent_by_its_digests():
+    assert generated.reach(_at(5, "contract.py"), {**_coverage(), "variants": {}})[2] is False
+
+
+def test_the_score_counts_each_verdict_per_function_and_operator():
+    rows = [{"file": "kernel/routing.py", "function": "f", "operator": op, "line": line, "old": "1", "verdict": v}
+            for op, line, v in (("a", 1, "killed"), ("a", 1, "survived"), ("b", 2, "equivalent"), ("b", 3, "killed"))]
+    score = generated.score(rows)
+    assert score["total"]["sites"] == 3 and score["total"]["mutants"] == 4 and score["total"]["score"] == "2/3"
+    assert score["by_operator"]["a"]["survived"] == 1 and score["by_operator"]["b"]["equivalent"] == 1
+    assert score["by_function"]["kernel/routing.py:f"]["killed"] == 2
+
+
+class _Rows(generated.Run):
+    """A Run holding one mutant's row alone (no generation, no digests)."""
+
+    def __init__(self, mutant, plan, tiers):
+        self.rows = {mutant.name: {"verdict": "not_run", "plan": plan, "tiers": tiers, "killed_by": None}}
+
+
+@pytest.mark.parametrize("tiers,want", [
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": True}}, ("killed", "differential")),
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": False, "raised": ["a fault"]}},
+     ("crashed", "differential")),
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": None, "error": "probe exit 2"}},
+     ("crashed", "differential")),
+    ({"contract-cpu": {"killed": False}, "differential": {"killed": False}}, ("survived", None)),
+    ({"contract-cpu": {"killed": False}}, ("not_run", None)),
+], ids=["killed", "raised", "error", "survived", "not run"])
+def test_a_mutant_survives_only_when_every_planned_tier_ran_and_none_saw_it(tiers, want):
+    mutant = _at(1)
+    run = _Rows(mutant, ["contract-cpu", "differential"], tiers)
+    run.settle(mutant)
+    row = run.rows[mutant.name]
+    assert (row["verdict"], row["killed_by"]) == want
+
+
+def test_every_mutant_is_reached_through_the_first_line_of_a_statement():
+    """Tracing sees a statement's first line, not the other lines of a statement that spans several (a tuple's
+    rows), so every mutant's lines must hold a statement's first line."""
+    spans = {t: generated.statements((KERNEL_DIR / t).read_text()) for t in generate.TARGETS}
+    for m in MUTANTS:
+        firsts = {span[2] for span in spans[m.target]}
+        assert generated.lines_of(m, spans[m.target]) & firsts, m.name
+    inside = [m for m in MUTANTS if m.start[0] not in {span[2] for span in spans[m.target]}]
+    assert inside, "no mutant sits inside a statement of several lines: the check above proves nothing"
