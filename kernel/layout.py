@@ -16,8 +16,6 @@ The metadata vector (int32), for a GEMM tile of ``tile_n`` rows:
     [metadata_size(tile_n) - 1]                guard, never written
 """
 
-import functools
-
 EXPERTS = 256
 TOP_K = 8
 MAX_TOKENS = 8
@@ -57,16 +55,7 @@ def metadata_field(index: int, tile_n: int) -> str:
     return "guard" if index == metadata_size(tile_n) - 1 else f"unused[{index}]"
 
 
-# The launch's device facts: the logits row stride's granule (16-byte rows), the 16-byte alignment of logits, bias
-# and metadata, and the CTA counts per token count packed in nibbles of CTA_NIBBLE bits (cta_table).
+# The launch's device facts: the logits row stride's granule (16-byte rows) and the 16-byte alignment of logits,
+# bias and metadata, which the contract holds arguments to and the kernel assumes.
 VECTOR_WORDS = 4
 TENSOR_ALIGN = 16
-CTA_NIBBLE = 4
-
-
-@functools.lru_cache(maxsize=MAX_TILE)
-def cta_table(tile_n: int) -> int:
-    """ceil(c / tile_n) in nibble c - 1 for c = 1..TOP_K tokens of one expert, as an int32 (the kernel's CTA count
-    per expert without a division)."""
-    table = sum(-(-c // tile_n) << (CTA_NIBBLE * (c - 1)) for c in range(1, TOP_K + 1))
-    return table - (1 << 32) if table >= 1 << 31 else table

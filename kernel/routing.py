@@ -18,6 +18,7 @@ complete); with metadata every warp writes, and a trigger warp there measured no
 The host contract (argument checks, the cache of checked calls) is kernel/contract.py.
 """
 
+import functools
 import threading
 
 import numpy as np
@@ -31,7 +32,6 @@ from cutlass.memory import SmemAllocator
 
 from kernel import contract
 from kernel.layout import (
-    CTA_NIBBLE,
     EXPERTS,
     EXPERTS_PER_LANE,
     MAX_TILE,
@@ -46,7 +46,6 @@ from kernel.layout import (
     TOP_K,
     VECTOR_WORDS,
     WARP,
-    cta_table,
     metadata_size,
 )
 from kernel.network import SORT8
@@ -68,7 +67,7 @@ __all__ = [
     "Routing", "sigmoid", "load_lane", "sorted_words", "pick_row", "plain_row", "plain_ctas", "WORD_BYTES",
     "KEY_SHIFT", "THREADS", "WARPS", "BLOCK_THREADS", "route", "prepare", "checked_calls", "compile_routing",
     "compile_variant", "compiled_routing", "compile_artifacts", "KERNELS", "VARIANT_KEYS", "kernel_tokens",
-    "ffi_function", "launch_arguments", "scale_f32", "current_device", "current_stream",
+    "ffi_function", "launch_arguments", "cta_table", "scale_f32", "current_device", "current_stream",
 ]
 
 WARPS = MAX_TOKENS
@@ -101,6 +100,7 @@ TOKEN_FLAG = 0x8
 TOKEN_FLAGS = 0x88888888
 QUARTERS = WARP // TOP_K  # the lanes that share one pick (lane % TOP_K)
 CTA_COUNT_BITS = 4  # an expert's CTA count (0..8) as bit planes of a warp's ballots
+CTA_NIBBLE = 4  # cta_table's nibble per token count
 
 # ---------------------------------------------------------------------------------------------- device code
 
@@ -643,6 +643,14 @@ def launch_arguments(logits, bias, ids, weights, scale32, metadata=None, *metada
     if metadata is None:
         return args
     return args + (metadata.data_ptr(), metadata.shape[0], *metadata_scalars)
+
+
+@functools.lru_cache(maxsize=MAX_TILE)
+def cta_table(tile_n: int) -> int:
+    """ceil(c / tile_n) in nibble c - 1 for c = 1..TOP_K tokens of one expert, as an int32 (the kernel's CTA count
+    per expert without a division)."""
+    table = sum(-(-c // tile_n) << (CTA_NIBBLE * (c - 1)) for c in range(1, TOP_K + 1))
+    return table - (1 << 32) if table >= 1 << 31 else table
 
 
 def scale_f32(scale):

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from kernel import contract, routing
-from kernel.layout import cta_table
 
 B, TILE = 3, 8
 
@@ -237,7 +236,7 @@ def test_the_cache_of_checked_calls_holds_no_tensor_and_a_hit_launches_the_calle
     want = (again["logits"].data_ptr(), again["bias"].data_ptr(), again["ids"].data_ptr(), again["weights"].data_ptr(),
             B, routing.EXPERTS, routing.scale_f32(args["scale"]), again["metadata"].data_ptr(),
             routing.metadata_size(TILE), args["local_expert_offset"], args["num_local_experts"], args["tile_n"],
-            cta_table(TILE), ("stream of", None))
+            routing.cta_table(TILE), ("stream of", None))
     assert launched[0] == launched[1] == want
     other = torch.zeros(B, routing.TOP_K, dtype=torch.int32)
     routing.route(**{**args, "ids": other})

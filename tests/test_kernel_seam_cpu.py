@@ -1,6 +1,7 @@
 """The kernel's seam: what the harness may use of kernel/ is its public names. No file outside kernel/ imports or
 reads a kernel module's name that begins with "_" (read from every file's syntax tree, never by running it);
-kernel/contract.py holds the argument checks and the checked-call cache alone, the device facts are layout's,
+kernel/contract.py holds the argument checks and the checked-call cache alone, the device facts it checks are
+layout's,
 and routing's public list is routing's own names (none re-exported from layout)."""
 
 import ast
@@ -67,7 +68,7 @@ def test_the_contract_module_holds_the_checks_and_the_cache_alone():
     public = {name for name in vars(contract) if not name.startswith("_")} - set(vars(contract)["__builtins__"])
     own = {name for name in public if getattr(getattr(contract, name), "__module__", None) == contract.__name__}
     assert own == {"check_arguments", "signature", "CheckedCalls"}, own
-    for fact in ("VECTOR_WORDS", "TENSOR_ALIGN", "CTA_NIBBLE", "cta_table"):
+    for fact in ("VECTOR_WORDS", "TENSOR_ALIGN"):
         assert hasattr(layout, fact) and (not hasattr(contract, fact) or getattr(contract, fact) is getattr(layout, fact))
 
 

@@ -22,7 +22,7 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32, const_expr
 from cutlass.memory import SmemAllocator
 
-from kernel import layout, routing
+from kernel import routing
 from kernel.layout import EXPERTS, TOP_K, metadata_size
 from oracles import interrupts
 from properties.bench import record_cli
@@ -141,7 +141,7 @@ def _launches(b):
     weights = torch.empty((b, TOP_K), dtype=torch.float32, device="cuda")
     metadata = torch.empty(metadata_size(TILE_N), dtype=torch.int32, device="cuda")
     plain = (logits, bias, ids, weights, routing.scale_f32(SCALE))
-    with_meta = plain + (metadata, 0, EXPERTS, TILE_N, layout.cta_table(TILE_N))
+    with_meta = plain + (metadata, 0, EXPERTS, TILE_N, routing.cta_table(TILE_N))
     # Launched as route launches: the arguments read from the tensors (which the closures keep alive), the
     # current stream read at the call (the capturing one during a capture).
     index = logits.device.index

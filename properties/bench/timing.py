@@ -11,7 +11,6 @@ import triton
 import triton.language as tl
 
 from kernel import contract, routing
-from kernel.layout import cta_table
 from oracles.flashinfer_routing import build, fused_peer
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
@@ -173,7 +172,7 @@ def eager_parts(problem, name, calls):
     with_metadata = metadata is not None
     fn = routing.compiled_routing(with_metadata, renormalize, routing.kernel_tokens(with_metadata, logits.shape[0],
                                                                                     tile_n))
-    scalars = (offset, count, tile_n, cta_table(tile_n)) if with_metadata else ()
+    scalars = (offset, count, tile_n, routing.cta_table(tile_n)) if with_metadata else ()
     launch_args = routing.launch_arguments(logits, bias, ids, weights, routing.scale_f32(scale), metadata, *scalars)
     index = logits.device.index
     stream = routing.current_stream(index)

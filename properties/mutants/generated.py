@@ -54,15 +54,13 @@ HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "pr
 CACHE_SIZE_ONLY = ("CACHE_LIMIT only bounds the checked-call cache's size: the cache starting afresh one signature "
                    "sooner or later changes no call's outcome")
 NO_SUCH_TABLE = ("cta_table's value for tiles 1..256 is never 2^31 - 1, 2^31 or 2^31 + 1 (only tile 1's, "
-                 "0x87654321, reaches 2^31), so the comparison with 2^31 moved by one decides alike")
+                 "0x87654321, reaches 2^31), so the comparison with 2^31 made strict decides alike")
 WHOLE_WORDS = ("every tensor that reaches the overlap check is 4-byte aligned (the alignment checks come first) and "
                "spans whole 4-byte elements, so a0 and b1 (b0 and a1) differ by a multiple of 4 and x < y - 1 iff x < y")
 LISTED_EQUIVALENT = {
-    "contract.module.int_plus_one.2": CACHE_SIZE_ONLY,
-    "contract.module.int_minus_one.2": CACHE_SIZE_ONLY,
-    "contract.cta_table.compare_boundary.0": NO_SUCH_TABLE,
-    "contract.cta_table.bound_minus_one.1": NO_SUCH_TABLE,
-    "contract.cta_table.bound_plus_one.1": NO_SUCH_TABLE,
+    "contract.module.int_plus_one.0": CACHE_SIZE_ONLY,
+    "contract.module.int_minus_one.0": CACHE_SIZE_ONLY,
+    "routing.cta_table.compare_boundary.0": NO_SUCH_TABLE,
     "contract._check_no_overlap.bound_minus_one.0": WHOLE_WORDS,
     "contract._check_no_overlap.bound_minus_one.1": WHOLE_WORDS,
     "contract.check_arguments.check_removed.1": "the first dense check of the logits: _check_tensor checks it again "
