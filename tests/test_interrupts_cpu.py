@@ -26,6 +26,7 @@ LONG_COMMANDS = {
     "oracles/mufu/__main__.py": "python -m oracles.mufu",
 }
 END_WITHIN_S = 20
+STARTED_WITHIN_S = 120  # the imports (torch, the model) on a loaded machine
 
 
 @pytest.mark.parametrize("sig", (signal.SIGINT, signal.SIGTERM), ids=("SIGINT", "SIGTERM"))
@@ -54,13 +55,16 @@ def test_every_long_command_runs_its_main_through_interrupts(path):
 
 
 def test_ctrl_c_ends_the_corpus_generation_with_one_line(tmp_path):
-    """A real long command on the CPU: drawing a large corpus into a scratch folder, SIGINT after a few seconds."""
+    """A real long command on the CPU: drawing a large corpus into a scratch folder, SIGINT once it is drawing (a
+    fixed wait sent it, on a loaded GPU host, while torch was still importing, before any handler can exist)."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "properties.corpus", "generate", "--folder", str(tmp_path / "c"),
                              "--per-generator", "1000"], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(5)
-    assert proc.poll() is None, proc.communicate()
+    deadline = time.monotonic() + STARTED_WITHIN_S  # in its loop once it has written a case (imports done)
+    while proc.poll() is None and not any((tmp_path / "c").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None and any((tmp_path / "c").glob("*.json")), proc.communicate()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=END_WITHIN_S)
     assert proc.returncode == 130 and "Traceback" not in out + err, err[-2000:]

@@ -67,6 +67,13 @@ DEEP = (
     Deep("tests/test_soak_cpu.py::test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_replays",
          "a soak that misses a tie fault within a million rows",
          "tests/test_soak_cpu.py::test_a_metadata_fault_is_caught_and_saved_whole_and_its_case_file_replays"),
+    Deep("tests/test_soak_interrupt_gpu.py::test_a_kernel_soak_interrupted_resumed_killed_and_resumed_verifies_every_batch_once",
+         "a kernel soak on the GPU that loses or repeats a batch across SIGINT, --resume, SIGKILL and --resume (minutes: "
+         "five soak processes, each compiling the kernel)",
+         "tests/test_soak_interrupt_cpu.py runs the same sequence with the model on the CPU"),
+    Deep("tests/test_soak_interrupt_gpu.py::test_a_signal_ends_a_kernel_soak_in_seconds_with_one_line_and_a_whole_summary",
+         "a kernel soak on the GPU that a signal does not end in seconds with a whole summary",
+         "tests/test_soak_interrupt_cpu.py::test_a_signal_ends_the_soak_in_seconds_with_one_line_and_a_whole_summary"),
     Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
          "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
          "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),
