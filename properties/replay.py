@@ -175,9 +175,9 @@ def run(cases, impls=()):
 def main(argv=None):
     parser = OneLineParser(prog="python -m properties.replay", description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    parser.add_argument("--impl", action="append", default=[], type=_impl_spec,
+    parser.add_argument("--impl", nargs="*", action="extend", default=[], type=_impl_spec,
                         metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
-                        help="also run this built-in or plug-in (repeatable)")
+                        help="also run these built-ins or plug-ins (a list; may be repeated)")
     args = parser.parse_args(argv)
     status = run(args.cases, args.impl)
     print(f"replay: {VERDICTS[status]} (exit {status})")

@@ -154,8 +154,8 @@ def test_ncu_kernels_are_matched_to_the_workload_labels():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--bs", "9"], "1..8"),
-    (["--ncu-bs", "0"], "1..8"),
+    (["--b", "9"], "1..8"),
+    (["--ncu-b", "0"], "1..8"),
     (["--iterations", "0"], "argument --iterations: must be an integer in 1..10000000"),
 ])
 def test_cli_refuses_bad_arguments(argv, match, capsys):
@@ -253,7 +253,7 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     record = tmp_path / "verify.json"
     record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
     out = tmp_path / "bench.json"
-    rc = cli.main(["--out", str(out), "--bs", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
+    rc = cli.main(["--out", str(out), "--b", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
                      "--verify-record", str(record)])
     eager_calls = cli.parse_args([]).eager_calls  # the run's eager figures use the CLI's default
     committed = {e["calls"] for bs in json.loads(RESULTS.read_text())["eager"].values() for e in bs.values()}

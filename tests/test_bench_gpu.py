@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
     out = tmp_path / "bench.json"
-    rc = cli.main(["--out", str(out), "--bs", "1", "8", "--iterations", "20", "--repetitions", "3", "--no-ncu",
+    rc = cli.main(["--out", str(out), "--b", "1", "8", "--iterations", "20", "--repeats", "3", "--no-ncu",
                      "--harness-seconds", "0.2"])
     results = bench_report.check_schema(json.loads(out.read_text()))
     assert results["errors"] == [] and rc == 0, json.dumps(results["errors"], indent=1)[:4000]

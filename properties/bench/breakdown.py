@@ -2,7 +2,7 @@
 as the benchmark times the kernel (a CUDA graph of back-to-back PDL launches), beside the kernel without
 metadata with and without its trigger warp.
 
-    python -m properties.bench.breakdown --out FILE [--bs 1 8 ...]   # a record with provenance (needs a GPU)
+    python -m properties.bench.breakdown --out FILE [--b 1 8 ...]   # a record with provenance (needs a GPU)
     python -m properties.bench.breakdown --table FILE                 # its README table (no GPU)
 
 A stage's time less the previous stage's is what its phase adds to a launch (the phases overlap, so this is

@@ -12,7 +12,7 @@ Nothing committed is written unless the command line names it: the committed rec
 
 Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--iterations`` times back to back into one
 CUDA graph; each replay is timed with CUDA events and divided by the launch count; median and minimum over
-``--repetitions`` replays. Before timing, the graph's outputs are poisoned, the graph replayed once and every
+``--repeats`` replays. Before timing, the graph's outputs are poisoned, the graph replayed once and every
 output compared with its reference (the NumPy model bit for bit; FlashInfer's enqueued result with the
 oracle entry; FlashInfer's fused routing from logits, the peer, its ids with the model and its metadata with
 the oracle entry, its weights' differences from the model recorded as information), so no timed graph skips
@@ -183,15 +183,15 @@ def parse_args(argv):
     parser.add_argument("--out", type=types.output_file,
                         help=f"results file (default {DEFAULT_OUT}; with --time-verify {DEFAULT_VERIFY_OUT})")
     tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, MAX_COUNT)
-    parser.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
+    parser.add_argument("--b", dest="bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
-    parser.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
+    parser.add_argument("--repeats", dest="repetitions", type=count, default=20, help="timed replays per graph")
     parser.add_argument("--eager-calls", type=count, default=2000, help="eager route() calls timed per b and variant")
-    parser.add_argument("--tile-n", type=types.integer(1, MAX_TILE), default=8)
+    parser.add_argument("--tile", dest="tile_n", type=types.integer(1, MAX_TILE), default=8)
     parser.add_argument("--local-expert-offset", type=types.integer(0, EXPERTS), default=0)
     parser.add_argument("--num-local-experts", type=types.integer(0, EXPERTS), default=EXPERTS)
     parser.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute pass")
-    parser.add_argument("--ncu-bs", type=tokens, nargs="+", default=[1, MAX_TOKENS])
+    parser.add_argument("--ncu-b", dest="ncu_bs", type=tokens, nargs="+", default=[1, MAX_TOKENS])
     parser.add_argument("--ncu-launches", type=count, default=3, help="profiled launches per variant and b")
     parser.add_argument("--harness-seconds", type=types.number(above=0, maximum=3600), default=3.0,
                         help="time per harness throughput figure")

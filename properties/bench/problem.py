@@ -47,7 +47,7 @@ class Config:
 
     def cli_args(self):
         """The command-line options that give this configuration's metadata request."""
-        return ["--tile-n", str(self.tile_n), "--local-expert-offset", str(self.local_expert_offset),
+        return ["--tile", str(self.tile_n), "--local-expert-offset", str(self.local_expert_offset),
                 "--num-local-experts", str(self.num_local_experts)]
 
     def as_dict(self):
@@ -92,7 +92,7 @@ class Problem:
         self.fi_ids_src = self.fi_ids.clone()
         self.fi_alone = device_buffers(self.fi_ids, cfg.tile_n)
         self.fi_after_triton = device_buffers(self.triton_ids, cfg.tile_n)
-        # FlashInfer's routing runner takes power-of-two tiles only: any other --tile-n fails this variant
+        # FlashInfer's routing runner takes power-of-two tiles only: any other --tile fails this variant
         # alone (its launch raises the refusal), not the problem.
         try:
             self.fused, self.fused_refusal = fused_peer.peer_buffers(self.logits, self.bias, cfg.tile_n), None

@@ -1,7 +1,7 @@
 """Kernel variants beside the committed kernel: each a copy of kernel/routing.py with a change, checked bit for bit
 against the model, then timed with the committed kernel in one process, as the benchmark times it.
 
-    python -m properties.bench.variants --variant NAME=PATH.py [...] --out FILE [--bs 1 8 ...] [--rounds N]
+    python -m properties.bench.variants --variant NAME=PATH.py [...] --out FILE [--b 1 8 ...] [--rounds N]
     python -m properties.bench.variants --table FILE                  # a record's table (no GPU)
 
 A variant module defines ``route`` and ``prepare`` as kernel/routing.py does. The check runs every case of

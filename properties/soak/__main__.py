@@ -12,7 +12,7 @@ Every argument is checked before any work (one line naming it, exit 2). A run ne
 on a machine without CUDA that is a planted fault (--fault), a CPU plug-in, or the model alone, asked for by
 name (--impl model: the model on the device against the NumPy model's cross-check, so --crosscheck must be
 at least 1); without any it is refused. Case files go to reports/soak-failures/ and the summary to
-reports/soak.json unless --failures-dir, --summary or --resume say otherwise. Each implementation under test
+reports/soak.json unless --failures-dir, --out or --resume say otherwise. Each implementation under test
 gets a verdict (properties/soak/verdict.py): a table on the terminal and verdict-NAME.json beside the summary.
 
 SIGINT or SIGTERM: no batch is enqueued, the ones in flight are retired, the summary of every batch verified is
@@ -77,7 +77,7 @@ def parser():
                    help="first batch index (resume from a summary's next_offset)")
     p.add_argument("--resume", type=types.output_file, help="continue the run of this summary (its seed, space, "
                    "offset and counts) and update it; where it does not exist yet, start the run and write it there")
-    p.add_argument("--impl", nargs="*", help="implementations under test: built-in names (cute, triton, "
+    p.add_argument("--impl", nargs="*", action="extend", help="implementations under test: built-in names (cute, triton, "
                    "flashinfer) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: the three built-ins on a "
                    f"GPU, none on a CPU); {MODEL_ONLY!r} alone: the model only")
     p.add_argument("--fault", nargs="*", default=[], choices=sorted(FAULTS), help="planted faults to run as well")
@@ -110,7 +110,7 @@ def parser():
     p.add_argument("--minimise", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--failures-dir", type=types.output_dir, default=DEFAULT_FAILURES,
                    help=f"case files of disagreements (default {DEFAULT_FAILURES})")
-    p.add_argument("--summary", type=types.output_file,
+    p.add_argument("--out", dest="summary", type=types.output_file,
                    help=f"summary JSON (default {DEFAULT_SUMMARY}, or the resumed one)")
     p.add_argument("--checkpoint-seconds", type=types.number(above=0), default=Config.checkpoint_seconds,
                    help="write the summary of the batches verified so far this often (a killed run resumes from it)")
