@@ -126,18 +126,17 @@ def _impl_spec(text):
 def _implementations(impls):
     """The names to run: every available one and each of ``impls`` (built-in names or plug-in specs, loaded and
     probed); NotRun (one line) for one that cannot run here."""
-    names = [spec for spec in impls if "=" not in spec]
-    for name in names:
+    for name in (spec for spec in impls if "=" not in spec):
         reason = implementations.REGISTRY[name].unavailable()
         if reason is not None:
             raise NotRun(name, reason)
-    added = implementations.add([spec for spec in impls if "=" in spec])
+    named = implementations.resolve(impls, tuple(implementations.REGISTRY))
     refused = implementations.refused()
     if refused:
         name, reason = next(iter(refused.items()))
         raise NotRun(name, reason)
     chosen = available()
-    return chosen + [name for name in names + added if name not in chosen]
+    return chosen + [name for name in named if name not in chosen]
 
 
 def run(cases, impls=()):

@@ -36,7 +36,7 @@ from properties.bench.report import summarize
 from properties.bench.timing import capture, error_line, time_graph
 from properties.engine import casefile, plugins
 from properties.engine.cases import RoutingCase
-from properties.engine.compare import describe, disagreements
+from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.interface import Implementation
 from properties.tools import args as types
@@ -79,7 +79,7 @@ def check_cases(corpus=CHECK_CORPUS):
     return cases
 
 
-def check(impls, cases, model=REGISTRY["model"]):
+def check(impls, cases, model=REGISTRY[REFERENCE]):
     """{name: {"calls", "differ", "first"}}: each implementation's outputs on every case against the model's,
     bit for bit (an exception counts as a differing call, with its line)."""
     found = {impl.name: {"calls": 0, "differ": 0, "first": []} for impl in impls}

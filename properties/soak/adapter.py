@@ -25,7 +25,7 @@ from properties.engine.implementations import REGISTRY
 from properties.engine.implementations import add as add_plugins
 from properties.engine.plugins import NotRun
 from properties.engine.references import REFERENCES
-from properties.engine.compare import describe, disagreements
+from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
 from properties.inputs.draws import FLT_MAX, RANK_SPLITS, SPECIAL_MAGNITUDES, SPECIAL_SCALES, SPECIAL_TILES
 from properties.inputs.strategies import (
@@ -43,7 +43,6 @@ from properties.inputs.strategies import (
 )
 
 CATALOG = tuple(GENERATORS)  # the edge-case names, in the catalog's order
-REFERENCE = "model"
 # The planted faults of the registry (``--fault NAME`` runs "fault-NAME").
 FAULTS = tuple(name[len(FAULT_PREFIX):] for name in REGISTRY if name.startswith(FAULT_PREFIX))
 

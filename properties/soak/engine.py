@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from properties.engine import implementations as registry
 from properties.soak import dist
 from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REFERENCES, REGISTRY, NotRun, disagreements, save_case
 from properties.soak.compare import ModelMismatch, disagreeing_problems, problem_case, problem_outputs
@@ -65,7 +66,7 @@ def under_test(config):
     names = list(config.implementations) + [FAULT_PREFIX + fault for fault in config.faults]
     for name in names:
         if name not in REGISTRY:
-            known = [n for n in REGISTRY if n not in (*REFERENCES, "broken") and not n.startswith(FAULT_PREFIX)]
+            known = [*registry.GPU, *registry.plugin_names()]
             raise ValueError(f"implementation must be one of {known} or NAME=MODULE:ATTR, got {name!r}")
         reason = REGISTRY[name].unavailable()
         if reason is not None:
