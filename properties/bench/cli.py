@@ -35,7 +35,8 @@ from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from oracles import interrupts
 from oracles.flashinfer_routing import build
-from oracles.provenance import REPO_ROOT, commit, gpu, host, nvidia_smi, utc_now, version
+from oracles.provenance import REPO_ROOT, host, nvidia_smi, version
+from oracles.provenance import record as provenance_record
 from properties.bench import report
 from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
 from properties.bench.ncu import ncu_workload, run_ncu
@@ -65,13 +66,14 @@ def clocks():
 
 
 def provenance():
-    """GPU, driver, CUDA, clocks, package versions, commit and date of this run (on a CUDA device)."""
-    prov = gpu()
+    """The provenance record (oracles/provenance.py: GPU, driver, CUDA, package versions, commit, date) of this run
+    (on a CUDA device), with the clocks, the host and the FlashInfer libraries it timed."""
+    prov = provenance_record()
     prov.update({"nvidia-cutlass-dsl": version("nvidia-cutlass-dsl") or "not installed",
                  "flashinfer": f"flashinfer-python {version('flashinfer-python') or 'not installed'} at run time; "
                                f"libraries build/flashinfer_oracle/{build.LIBRARY.name} and "
                                f"{build.FUSED_LIBRARY.name} from {build.FLASHINFER_VERSION} sources",
-                 "clocks": {"before": clocks()}, "host": host(), "commit": commit(), "date": utc_now()})
+                 "clocks": {"before": clocks()}, "host": host()})
     return prov
 
 
