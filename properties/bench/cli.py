@@ -43,8 +43,8 @@ from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
 from properties.bench.report import VARIANT_NAMES, VARIANTS
 from properties.bench.timing import Recorder, bench_problem, eager_parts, eager_us, error_line, resources
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench.json"
 DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"

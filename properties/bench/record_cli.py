@@ -3,8 +3,8 @@ writes a record, ``--table FILE`` prints a record's table (no GPU); both time CU
 launches over ``--repeats`` replays for each b of ``--b``."""
 
 from kernel.layout import MAX_TOKENS
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 MAX_COUNT = 10**7
 

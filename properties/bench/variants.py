@@ -39,7 +39,7 @@ from properties.engine.cases import RoutingCase
 from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.interface import Implementation
-from properties.tools import args as types
+from oracles import args as types
 
 SCHEMA = "kernel.variants/1"
 COMMITTED = "committed"

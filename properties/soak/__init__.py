@@ -15,5 +15,4 @@
     dist.py      one rank per GPU through torch.distributed
     bench.py     --bench: rows/s per implementation, variant and b, and each stage alone
     table.py     the results README's rate table from the committed --bench records
-    adapter.py   the soak's only doors into the rest of the harness
 """

@@ -42,15 +42,15 @@ from properties.soak import dist
 from properties.soak import verdict
 from properties.engine import implementations as registry
 from properties.engine.compare import REFERENCE
-from properties.soak.adapter import FAULTS, MAX_TILE, MAX_TOKENS
+from kernel.layout import MAX_TILE, MAX_TOKENS
 from properties.soak.bulk import FAMILIES
 from properties.soak.engine import Config, implementations, run, under_test
 from properties.soak.graphed import Draws
 from properties.soak.impls import Model
 from properties.soak.plan import METADATA_CHOICES, Space
 from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 RENORMALIZE = {"both": (False, True), "true": (True,), "false": (False,)}
 DEFAULT_SUMMARY = Path("reports/soak.json")
@@ -80,7 +80,7 @@ def parser():
     p.add_argument("--impl", nargs="*", action="extend", help="implementations under test: built-in names "
                    f"({', '.join(registry.GPU)}) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: those "
                    f"built-ins on a GPU, none on a CPU); {REFERENCE!r} alone: the model only")
-    p.add_argument("--fault", nargs="*", default=[], choices=sorted(FAULTS), help="planted faults to run as well")
+    p.add_argument("--fault", nargs="*", default=[], choices=sorted(registry.FAULTS), help="planted faults to run as well")
     p.add_argument("--device", type=_device, default="auto",
                    help="auto, cpu or cuda:N (default: the rank's GPU, else the CPU)")
     p.add_argument("--backend", default="auto", choices=dist.BACKENDS)

@@ -13,9 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
+from properties.engine import casefile
 from properties.engine import implementations as registry
 from properties.soak import dist
-from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REFERENCES, REGISTRY, NotRun, disagreements, save_case
+from properties.engine.builtins import FAULT_PREFIX
+from properties.engine.compare import REFERENCE, disagreements
+from properties.engine.implementations import REGISTRY
+from properties.engine.plugins import NotRun
+from properties.engine.references import REFERENCES
 from properties.soak.compare import ModelMismatch, disagreeing_problems, problem_case, problem_outputs
 from properties.soak.graphed import Draws
 from properties.soak import verdict
@@ -79,6 +84,13 @@ def implementations(config):
     from properties.soak.launches import Launched
 
     return [Launched(REGISTRY[name]) for name in under_test(config)]
+
+
+def save_case(directory, name, case, outputs, found, origin, references=None):
+    """Write a case file (casefile format) to ``directory/name`` (``references``: name -> its reference, as
+    casefile.recording keeps them); returns its path."""
+    record = casefile.CaseFile(case, outputs, casefile.recording(outputs, references), origin, found)
+    return casefile.write(directory / name, record)
 
 
 # A disagreement becomes a replayable case file of corpora/: the problem, minimised to one row where one row

@@ -46,7 +46,7 @@ from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
 from properties.mutants import freshness
 from properties.tools import gpu_groups, profiles, progress
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
 PROGRESS_FILE = "progress.jsonl"
