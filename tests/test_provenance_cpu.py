@@ -7,7 +7,7 @@ from oracles import provenance
 from oracles.provenance import PACKAGES, REPO_ROOT
 from properties.bench import cli as bench_cli
 from properties.engine import casefile
-from properties.soak import report as soak_report
+from properties.soak import summary as soak_summary
 
 
 def test_case_files_name_the_one_package_list():
@@ -15,7 +15,7 @@ def test_case_files_name_the_one_package_list():
 
 
 def test_the_soak_summary_names_the_one_package_list():
-    assert list(soak_report.provenance([])["packages"]) == list(PACKAGES)
+    assert list(soak_summary.provenance([])["packages"]) == list(PACKAGES)
 
 
 def test_the_bench_names_the_one_package_list_and_keeps_its_keys():

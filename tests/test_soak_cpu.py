@@ -17,7 +17,7 @@ from oracles.numpy_model import add_rn, sigmoid_f32
 from properties.soak import bulk, dist
 from properties.soak.__main__ import main
 from properties.soak.compare import ModelMismatch, cross_check, disagreeing_problems
-from properties.soak.engine import Config, run
+from properties.soak.loop import Config, run
 from properties.soak.impls import BatchOutputs, run_model
 from properties.soak.plan import Space, make_batch, make_plan, metadata_stride
 from kernel.layout import metadata_size

@@ -28,7 +28,7 @@ from oracles import interrupts
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
-from properties.bench.report import summarize
+from properties.bench.results_file import summarize
 from properties.bench.timing import capture, error_line, time_graph
 
 SCHEMA = "kernel.breakdown/1"

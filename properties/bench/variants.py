@@ -32,7 +32,7 @@ from oracles.provenance import REPO_ROOT
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
-from properties.bench.report import summarize
+from properties.bench.results_file import summarize
 from properties.bench.timing import capture, error_line, time_graph
 from properties.engine import casefile, plugins
 from properties.engine.cases import RoutingCase

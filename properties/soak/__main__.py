@@ -44,11 +44,11 @@ from properties.engine import implementations as registry
 from properties.engine.compare import REFERENCE
 from kernel.layout import MAX_TILE, MAX_TOKENS
 from properties.soak.bulk import FAMILIES
-from properties.soak.engine import Config, implementations, run, under_test
+from properties.soak.loop import Config, implementations, run, under_test
 from properties.soak.graphed import Draws
 from properties.soak.impls import Model
 from properties.soak.plan import METADATA_CHOICES, Space
-from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
+from properties.soak.summary import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
 from oracles import args as types
 from oracles.args import OneLineParser
 

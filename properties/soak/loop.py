@@ -27,7 +27,7 @@ from properties.soak import verdict
 from properties.soak.impls import FIELDS, Model, run_model
 from properties.soak.plan import Batch, Plan, Plans, Space
 from properties.soak.schedule import Pipeline, check_as_written, cross_check_flight, disagreeing
-from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance, write_summary
+from properties.soak.summary import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance, write_summary
 
 SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreement is counted
 
