@@ -1,5 +1,5 @@
 """argparse with one-line errors, for every command line of the repository (the oracles' own, hence its place:
-oracles/ may not import properties/; the harness reaches it as properties.tools.args): ``PROG: error: MESSAGE`` on stderr and
+oracles/ may not import properties/; every command imports it from here): ``PROG: error: MESSAGE`` on stderr and
 exit USAGE_EXIT, before anything runs, no usage dump; and the typed arguments those command lines share, each
 refusing a bad value with a message that argparse prefixes with the argument's name (``argument --rows: ...``).
 

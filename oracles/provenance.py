@@ -14,6 +14,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NVIDIA_SMI_TIMEOUT_S = 30
+# The distributions whose versions every record names: what computes, compiles, builds and checks the results.
+PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", "flashinfer-python", "hypothesis",
+            "pytest", "pytest-xdist", "jsonschema")
 
 
 @lru_cache(maxsize=None)
@@ -91,9 +94,10 @@ def host():
     return {"cpu": model, "cores": cores, "load_average": load, "python": platform.python_version()}
 
 
-def record(packages=()):
-    """The GPU (``gpu()``'s fields, or gpu None without one), the machine, the versions of ``packages``, the
-    commit and the date."""
+def record(packages=PACKAGES):
+    """The provenance every writer of a record uses: the GPU (``gpu()``'s fields, or gpu None without one), the
+    machine, the versions of ``packages`` (the one list, PACKAGES, unless a caller names others), the commit and
+    the date."""
     env = {"gpu": None}
     if cuda_reason() is None:
         env.update(gpu())

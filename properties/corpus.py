@@ -23,8 +23,8 @@ from properties.engine import casefile
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REAL, run_all, unavailable
 from properties.inputs.strategies import GENERATORS
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 CASES_PER_GENERATOR = 30
 MAX_PER_GENERATOR = 1000

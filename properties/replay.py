@@ -28,7 +28,7 @@ from properties.engine.cases import FIELDS
 from properties.engine.compare import describe, disagreements, field_bits
 from properties.engine.implementations import REFERENCE, available, references_of, run_all, unavailable, writes
 from properties.engine.plugins import NotRun
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 RECORDED = " (recorded)"
 AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED, NOT_RUN = 0, 1, 2, 3, 4
@@ -126,18 +126,17 @@ def _impl_spec(text):
 def _implementations(impls):
     """The names to run: every available one and each of ``impls`` (built-in names or plug-in specs, loaded and
     probed); NotRun (one line) for one that cannot run here."""
-    names = [spec for spec in impls if "=" not in spec]
-    for name in names:
+    for name in (spec for spec in impls if "=" not in spec):
         reason = implementations.REGISTRY[name].unavailable()
         if reason is not None:
             raise NotRun(name, reason)
-    added = implementations.add([spec for spec in impls if "=" in spec])
+    named = implementations.resolve(impls, tuple(implementations.REGISTRY))
     refused = implementations.refused()
     if refused:
         name, reason = next(iter(refused.items()))
         raise NotRun(name, reason)
     chosen = available()
-    return chosen + [name for name in names + added if name not in chosen]
+    return chosen + [name for name in named if name not in chosen]
 
 
 def run(cases, impls=()):
@@ -175,9 +174,9 @@ def run(cases, impls=()):
 def main(argv=None):
     parser = OneLineParser(prog="python -m properties.replay", description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    parser.add_argument("--impl", action="append", default=[], type=_impl_spec,
+    parser.add_argument("--impl", nargs="*", action="extend", default=[], type=_impl_spec,
                         metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
-                        help="also run this built-in or plug-in (repeatable)")
+                        help="also run these built-ins or plug-ins (a list; may be repeated)")
     args = parser.parse_args(argv)
     status = run(args.cases, args.impl)
     print(f"replay: {VERDICTS[status]} (exit {status})")

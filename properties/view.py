@@ -1,7 +1,7 @@
 """One case file as a page: per row the 256 experts, every implementation's picks, differing weights' bits,
 the metadata by field (properties/report/case.py).
 
-    python -m properties.view CASE.json [--html OUT]
+    python -m properties.view CASE.json [--out OUT]
 
 Writes OUT (default reports/case-<name>.html) with its figures in a folder beside it and prints its path.
 Exit status: 0 written, 1 not written because matplotlib or jinja2 is missing (one line says which), 2 on bad
@@ -14,7 +14,7 @@ from pathlib import Path
 from properties.engine import casefile
 from properties.report import libraries
 from properties.report.sources import REPORTS
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 NOT_WRITTEN = 1
 
@@ -22,11 +22,11 @@ NOT_WRITTEN = 1
 def main(argv=None):
     parser = OneLineParser(prog="view", description=__doc__.splitlines()[0])
     parser.add_argument("case", type=Path, help="a case file (corpora/README.md)")
-    parser.add_argument("--html", type=Path, help="the page to write (default: reports/case-<name>.html)")
+    parser.add_argument("--out", type=Path, help="the page to write (default: reports/case-<name>.html)")
     args = parser.parse_args(argv)
-    html = args.html or REPORTS / f"case-{args.case.stem}.html"
+    html = args.out or REPORTS / f"case-{args.case.stem}.html"
     if html.is_dir() or html.suffix != ".html":
-        parser.error(f"--html {html}: must name an .html file")
+        parser.error(f"--out {html}: must name an .html file")
     try:
         record = casefile.read(args.case)
     except casefile.CaseFileError as exc:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from properties.bench import cli, harness, ncu, timing
-from properties.bench import report as bench_report
-from properties.bench.report import VARIANT_NAMES
+from properties.bench import results_file
+from properties.bench.results_file import VARIANT_NAMES
 
 from helpers import DIV_PAIRS, PRIMITIVES_SWEPT
 
@@ -25,12 +25,12 @@ def synthetic(times, bs=(1, 8), chain_times=None):
     """A results dict in the benchmark's schema: ``times[name](b)`` is each variant's median (µs)."""
     chain_times = chain_times or times
     results = {
-        "schema": bench_report.SCHEMA,
+        "schema": results_file.SCHEMA,
         "provenance": {"gpu": "GPU", "driver": "1", "cuda": "13.0", "clocks": {"before": {"clocks.sm": "1980 MHz"}},
                        "torch": "t", "triton": "3.6.0", "nvidia-cutlass-dsl": "4.8.1", "commit": "abc", "date": "d"},
         "config": {"bs": list(bs), "iterations": 1000, "repetitions": 20, "tile_n": 8, "local_expert_offset": 0,
                    "num_local_experts": 256},
-        "variants": dict(bench_report.VARIANTS),
+        "variants": dict(results_file.VARIANTS),
         "graph": {n: {str(b): _entry(times[n](b)) for b in bs} for n in VARIANT_NAMES},
         "pdl_chain": {n: {str(b): _entry(chain_times[n](b)) for b in bs} for n in VARIANT_NAMES},
         "verify": {n: {str(b): {"graph": "ok", "pdl_chain": "ok"} for b in bs} for n in VARIANT_NAMES},
@@ -53,25 +53,25 @@ BASE = {n: constant(4.0) for n in VARIANT_NAMES}
 
 def test_schema_accepts_a_complete_file_and_names_what_is_missing():
     results = synthetic(BASE)
-    assert bench_report.check_schema(results) is results
+    assert results_file.check_schema(results) is results
     del results["ncu"]
     with pytest.raises(ValueError, match="ncu"):
-        bench_report.check_schema(results)
+        results_file.check_schema(results)
     results = synthetic(BASE)
     del results["graph"]["triton"]["8"]
     with pytest.raises(ValueError, match=r"graph\.triton"):
-        bench_report.check_schema(results)
+        results_file.check_schema(results)
     results = synthetic(BASE)
     results["pdl_chain"]["cute"]["1"] = {"min_us": 1.0}
     with pytest.raises(ValueError, match=r"pdl_chain\.cute\[1\]"):
-        bench_report.check_schema(results)
+        results_file.check_schema(results)
 
 
 def test_targets_take_the_faster_baseline_and_need_every_b():
     times = dict(BASE, cute_meta=constant(2.0), flashinfer=constant(3.2),
                  flashinfer_pdl=lambda b: 3.0 if b == 1 else 2.5,  # 1.5x and 1.25x: the target is 1.3x
                  **{"triton+flashinfer": constant(5.0), "triton+flashinfer_pdl": constant(4.0)})
-    targets = bench_report.evaluate_targets(synthetic(times))
+    targets = results_file.evaluate_targets(synthetic(times))
     fi = targets["graph"]["vs FlashInfer alone"]
     assert fi["per_b"]["1"]["baseline"] == "flashinfer_pdl" and fi["per_b"]["1"]["speedup"] == 3.0 / 2.0
     assert fi["per_b"]["1"]["met"] is True and fi["per_b"]["8"]["met"] is False and fi["met"] is False
@@ -83,7 +83,7 @@ def test_a_missing_time_or_a_hidden_launch_leaves_the_target_undetermined():
     results = synthetic(dict(BASE, cute_meta=constant(1.0)), chain_times=dict(BASE, cute_meta=constant(-0.1)))
     results["graph"]["flashinfer"]["8"] = {"error": "boom"}
     results["graph"]["flashinfer_pdl"]["8"] = {"error": "boom"}
-    targets = bench_report.evaluate_targets(results)
+    targets = results_file.evaluate_targets(results)
     assert targets["graph"]["vs FlashInfer alone"]["met"] is None
     assert targets["graph"]["vs Triton then FlashInfer"]["met"] is True
     assert targets["pdl_chain"]["vs FlashInfer alone"]["met"] is None
@@ -91,22 +91,22 @@ def test_a_missing_time_or_a_hidden_launch_leaves_the_target_undetermined():
 
 def test_cpu_verify_and_sweep_targets_follow_the_records():
     results = synthetic(BASE)
-    targets = bench_report.evaluate_targets(results)
+    targets = results_file.evaluate_targets(results)
     assert targets["cpu_verify_under_10_min"]["met"] is True
     assert targets["exhaustive_sweep_under_60_s"]["met"] is True
     results["harness"]["verify_records"].append({"tier": "cpu", "seconds_total": 601.0})
     results["harness"]["exhaustive_sweep"]["seconds"]["rcp"] = 60.0
-    targets = bench_report.evaluate_targets(results)
+    targets = results_file.evaluate_targets(results)
     assert targets["cpu_verify_under_10_min"]["met"] is False
     assert targets["exhaustive_sweep_under_60_s"]["met"] is False
     results["harness"] = {}
-    targets = bench_report.evaluate_targets(results)
+    targets = results_file.evaluate_targets(results)
     assert targets["cpu_verify_under_10_min"]["met"] is None
 
 
 def test_readme_table_has_a_row_per_b_with_each_median_and_minimum():
     times = {n: (lambda i: lambda b: 1.0 + i + b / 100)(i) for i, n in enumerate(VARIANT_NAMES)}
-    text = bench_report.readme_table(synthetic(times))
+    text = results_file.readme_table(synthetic(times))
     for b in (1, 8):
         row = next(line for line in text.splitlines() if line.startswith(f"| {b} | "))
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -117,12 +117,12 @@ def test_readme_table_has_a_row_per_b_with_each_median_and_minimum():
 
 def test_readme_block_is_replaced_in_place_and_appended_once():
     readme = "# Title\n\ntext\n"
-    once = bench_report.replace_readme_block(readme, "table one\n")
-    assert bench_report.readme_block(once) == "table one\n" and once.startswith(readme.rstrip("\n"))
-    twice = bench_report.replace_readme_block(once, "table two\n")
-    assert bench_report.readme_block(twice) == "table two\n"
-    assert twice.count(bench_report.README_BEGIN) == 1 and twice.replace("two", "one") == once
-    assert bench_report.readme_block(readme) is None
+    once = results_file.replace_readme_block(readme, "table one\n")
+    assert results_file.readme_block(once) == "table one\n" and once.startswith(readme.rstrip("\n"))
+    twice = results_file.replace_readme_block(once, "table two\n")
+    assert results_file.readme_block(twice) == "table two\n"
+    assert twice.count(results_file.README_BEGIN) == 1 and twice.replace("two", "one") == once
+    assert results_file.readme_block(readme) is None
 
 
 # ncu --csv output: ncu's own "==PROF==" lines, then one quoted row per kernel and metric.
@@ -154,8 +154,8 @@ def test_ncu_kernels_are_matched_to_the_workload_labels():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--bs", "9"], "1..8"),
-    (["--ncu-bs", "0"], "1..8"),
+    (["--b", "9"], "1..8"),
+    (["--ncu-b", "0"], "1..8"),
     (["--iterations", "0"], "argument --iterations: must be an integer in 1..10000000"),
 ])
 def test_cli_refuses_bad_arguments(argv, match, capsys):
@@ -169,7 +169,7 @@ def test_readme_table_cli_prints_the_table_of_a_file(tmp_path, capsys):
     results = synthetic(BASE)
     path.write_text(json.dumps(results))
     assert cli.main(["--readme-table", str(path)]) == 0
-    assert capsys.readouterr().out == bench_report.readme_table(results)
+    assert capsys.readouterr().out == results_file.readme_table(results)
 
 
 def test_harness_figures_on_the_cpu():
@@ -186,12 +186,12 @@ def test_harness_figures_on_the_cpu():
 
 def test_committed_results_match_the_readme():
     """The results README's benchmark block is the table of properties/results/bench-h200.json, or absent without it."""
-    block = bench_report.readme_block((ROOT / "properties" / "results" / "README.md").read_text())
+    block = results_file.readme_block((ROOT / "properties" / "results" / "README.md").read_text())
     if not RESULTS.is_file():
         assert block is None, f"README has a benchmark table but {RESULTS.relative_to(ROOT)} does not exist"
         return
-    results = bench_report.check_schema(json.loads(RESULTS.read_text()))
-    assert block == bench_report.readme_table(results), \
+    results = results_file.check_schema(json.loads(RESULTS.read_text()))
+    assert block == results_file.readme_table(results), \
         "README's benchmark table is stale: python -m properties.bench --readme-table FILE --update-readme"
 
 
@@ -233,7 +233,7 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
         if name == "torch" and problem.b == 8 and mode == "graph":
             raise RuntimeError("planted failure")
         verify[mode] = "ok"
-        return bench_report.summarize([chain_us if mode == "pdl_chain" else 3.0, 4.0])
+        return results_file.summarize([chain_us if mode == "pdl_chain" else 3.0, 4.0])
 
     monkeypatch.setattr(cli.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(cli, "provenance", lambda: synthetic(BASE)["provenance"])
@@ -253,13 +253,13 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     record = tmp_path / "verify.json"
     record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
     out = tmp_path / "bench.json"
-    rc = cli.main(["--out", str(out), "--bs", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
+    rc = cli.main(["--out", str(out), "--b", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
                      "--verify-record", str(record)])
     eager_calls = cli.parse_args([]).eager_calls  # the run's eager figures use the CLI's default
     committed = {e["calls"] for bs in json.loads(RESULTS.read_text())["eager"].values() for e in bs.values()}
     assert committed == {eager_calls}, "the committed record's eager means (the results README's eager table) " \
         "were made with the CLI's default number of calls"
-    results = bench_report.check_schema(json.loads(out.read_text()))
+    results = results_file.check_schema(json.loads(out.read_text()))
     assert rc == 1 and [e["what"] for e in results["errors"]] == ["graph torch b=8"]
     assert results["graph"]["torch"]["8"] == {"error": "RuntimeError: planted failure"}
     assert results["graph"]["cute"]["1"]["median_us"] == 3.5
@@ -269,18 +269,18 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": eager_calls}
     assert results["information"]["flashinfer_fused"]["8"]["weights"] == 64
     assert results["verify"]["flashinfer_fused"]["1"] == {"graph": "ok", "pdl_chain": "ok"}
-    assert "| 8 | routingIndicesBlockKernel | 1 of 64 | 1 |" in bench_report.readme_table(results)
+    assert "| 8 | routingIndicesBlockKernel | 1 of 64 | 1 |" in results_file.readme_table(results)
     # 9.0 µs per eager call: over 5 µs, and over 2x the graphed launch with metadata (3.5 µs)
     assert "with metadata at most 5 µs: NOT met; within 2x of its graphed launch (the moonshot): NOT met." \
-        in bench_report.readme_table(results)
+        in results_file.readme_table(results)
     assert results["eager_parts"]["cute"]["8"]["compiled_call_us"] == 1.0
     assert results["eager_parts"]["cute_meta"]["1"] == {**parts, "compiled_call_us": 1.5, "calls": eager_calls}
-    table = bench_report.readme_table(results)
+    table = results_file.readme_table(results)
     plain, meta = table.index("Its parts without metadata"), table.index("Its parts with metadata")
     assert plain < table.index("| 8 | 2.50 | 0.50 | 0.25 | 0.12 | 1.00 |") < meta < \
         table.index("| 8 | 2.50 | 0.50 | 0.25 | 0.12 | 1.50 |")
     assert results["targets"]["cpu_verify_under_10_min"]["met"] is True
-    assert bench_report.readme_table(results) in capsys.readouterr().out
+    assert results_file.readme_table(results) in capsys.readouterr().out
 
 
 def _with_peer_information(results):
@@ -293,7 +293,7 @@ def _with_peer_information(results):
 
 def test_the_peer_has_a_column_in_both_timing_tables_and_its_weights_a_table_of_their_own():
     times = {n: (lambda i: lambda b: 1.0 + i + b / 100)(i) for i, n in enumerate(VARIANT_NAMES)}
-    text = bench_report.readme_table(_with_peer_information(synthetic(times)))
+    text = results_file.readme_table(_with_peer_information(synthetic(times)))
     heads = [line for line in text.splitlines() if line.startswith("| b | ")]
     assert heads[0].endswith("| torch | flashinfer_fused |") and heads[1].endswith("| torch | flashinfer_fused |")
     assert heads[2] == "| b | kernel launched | weights whose bits differ | max distance (ulp) |"
@@ -306,12 +306,12 @@ def test_a_file_older_than_the_peer_passes_the_schema_and_renders_without_it():
     results = synthetic(BASE)
     for key in ("variants", "graph", "pdl_chain", "verify"):
         del results[key]["flashinfer_fused"]
-    text = bench_report.readme_table(bench_report.check_schema(results))
+    text = results_file.readme_table(results_file.check_schema(results))
     assert "flashinfer_fused" not in text and "information, not a check" not in text
     results = synthetic(BASE)
     del results["graph"]["flashinfer_fused"]["8"]
     with pytest.raises(ValueError, match=r"graph\.flashinfer_fused"):
-        bench_report.check_schema(results)
+        results_file.check_schema(results)
 
 
 def test_weight_differences_count_bits_and_ulps():
@@ -369,10 +369,10 @@ def test_the_eager_verdicts_are_5_us_with_metadata_and_2x_its_graphed_launch_at_
         results["eager"] = {"cute": {"1": {"mean_us": 1.0}, "8": {"mean_us": 1.0}},
                             "cute_meta": {"1": {"mean_us": meta_us[0]}, "8": {"mean_us": meta_us[1]}}}
         assert f"with metadata at most 5 µs: {verdicts[0]}; within 2x of its graphed launch (the moonshot): " \
-               f"{verdicts[1]}." in bench_report.readme_table(results), meta_us
+               f"{verdicts[1]}." in results_file.readme_table(results), meta_us
     results["eager"]["cute_meta"]["8"] = {"error": "RuntimeError: planted"}
     assert "at most 5 µs: NOT met; within 2x of its graphed launch (the moonshot): NOT met." \
-        in bench_report.readme_table(results)
+        in results_file.readme_table(results)
 
 
 def test_an_older_files_eager_parts_are_one_table_with_metadata_of_the_parts_it_has():
@@ -380,7 +380,7 @@ def test_an_older_files_eager_parts_are_one_table_with_metadata_of_the_parts_it_
     results["eager"] = {"cute_meta": {"1": {"mean_us": 9.0}, "8": {"mean_us": 9.0}}}
     old = {"signature_us": 3.0, "lookup_us": 1.0, "current_device_us": 0.25, "compiled_call_us": 5.5}
     results["eager_parts"] = {"1": old, "8": {"error": "RuntimeError: planted"}}
-    lines = bench_report.eager_parts_table(results)
+    lines = results_file.eager_parts_table(results)
     assert lines == ["Its parts with metadata, µs (each timed alone, as many calls the same way):", "",
                      "| b | signature | lookup | current_device() | compiled call alone |",
                      "| --- | --- | --- | --- | --- |", "| 1 | 3.00 | 1.00 | 0.25 | 5.50 |",

@@ -6,17 +6,17 @@ import json
 import pytest
 
 from properties.bench import cli
-from properties.bench import report as bench_report
-from properties.bench.report import VARIANT_NAMES
+from properties.bench import results_file
+from properties.bench.results_file import VARIANT_NAMES
 
 pytestmark = pytest.mark.gpu
 
 
 def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
     out = tmp_path / "bench.json"
-    rc = cli.main(["--out", str(out), "--bs", "1", "8", "--iterations", "20", "--repetitions", "3", "--no-ncu",
+    rc = cli.main(["--out", str(out), "--b", "1", "8", "--iterations", "20", "--repeats", "3", "--no-ncu",
                      "--harness-seconds", "0.2"])
-    results = bench_report.check_schema(json.loads(out.read_text()))
+    results = results_file.check_schema(json.loads(out.read_text()))
     assert results["errors"] == [] and rc == 0, json.dumps(results["errors"], indent=1)[:4000]
     for name in VARIANT_NAMES:
         for b in ("1", "8"):
@@ -24,7 +24,7 @@ def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
             assert results["graph"][name][b]["median_us"] > 0 and len(results["graph"][name][b]["samples_us"]) == 3
             assert "chain" in results["pdl_chain"][name][b]
     # The eager parts per b, with metadata and without (the lookup, a difference of medians, may come out <= 0).
-    for name in bench_report.EAGER_VARIANTS:
+    for name in results_file.EAGER_VARIANTS:
         for b in ("1", "8"):
             parts = results["eager_parts"][name][b]
             assert all(parts[k] > 0 for k in ("signature_us", "current_device_us", "current_stream_us",

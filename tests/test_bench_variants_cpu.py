@@ -132,7 +132,7 @@ def test_a_run_times_every_implementation_in_every_round_and_fails_on_a_failed_m
 
     monkeypatch.setattr(variants, "time_once", time_once)
     out = tmp_path / "v.json"
-    code = variants.main(["--out", str(out), "--variant", f"stub={stub}", "--bs", "1", "2", "--rounds", "2"])
+    code = variants.main(["--out", str(out), "--variant", f"stub={stub}", "--b", "1", "2", "--rounds", "2"])
     record = json.loads(out.read_text())
     assert code == 1 and len(order) == 2 * 2 * 2 * 2
     assert [o[0] for o in order[:2]] == [False, True] and order[:4] == [(False, 1, "metadata"), (True, 1, "metadata"),
@@ -147,5 +147,5 @@ def test_a_run_whose_check_compared_nothing_fails(stub, tmp_path, monkeypatch):
     monkeypatch.setattr(variants, "check_cases", lambda: [])
     monkeypatch.setattr(variants, "time_once", lambda *args: {"median_us": 1.0})
     out = tmp_path / "v.json"
-    assert variants.main(["--out", str(out), "--variant", f"stub={stub}", "--bs", "1", "--rounds", "1"]) == 1
+    assert variants.main(["--out", str(out), "--variant", f"stub={stub}", "--b", "1", "--rounds", "1"]) == 1
     assert json.loads(out.read_text())["check"]["stub"] == {"calls": 0, "differ": 0, "first": []}

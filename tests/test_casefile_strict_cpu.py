@@ -232,7 +232,7 @@ CLIS = {
     "corpus record": (corpus.main, lambda case, page: ["record", case], "corpus record: cannot read {case}: "),
     "mutants replay": (mutants_cli.main, lambda case, page: ["replay", case],
                        "mutants replay: error: cannot read {case}: "),
-    "view": (view.main, lambda case, page: [case, "--html", page], "view: error: {case}: "),
+    "view": (view.main, lambda case, page: [case, "--out", page], "view: error: {case}: "),
 }
 MODULES = {"replay": "properties.replay", "corpus record": "properties.corpus", "mutants replay": "properties.mutants",
            "view": "properties.view"}

@@ -15,7 +15,7 @@ from properties.engine.check import check_case
 from properties.engine.interface import Declaration
 from properties.engine.references import REFERENCES
 from properties.soak import dist
-from properties.soak.engine import Config, run
+from properties.soak.loop import Config, run
 from properties.soak.plan import Space
 from properties.soak.verdict import of_summary
 from tests.helpers import case_of

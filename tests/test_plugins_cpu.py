@@ -114,7 +114,7 @@ def test_soak_and_replay_refuse_a_plugin_that_cannot_run_with_one_line(tmp_path,
 def _soak(tmp_path, spec, *extra):
     summary = tmp_path / "soak.json"
     rc = soak_main(["--device", "cpu", "--no-progress", "--seed", "3", "--problems", "24", "--plan-batches", "2",
-                    "--failures-dir", str(tmp_path / "failures"), "--summary", str(summary), "--impl", spec, *extra])
+                    "--failures-dir", str(tmp_path / "failures"), "--out", str(summary), "--impl", spec, *extra])
     return rc, json.loads(summary.read_text())
 
 

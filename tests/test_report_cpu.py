@@ -144,7 +144,7 @@ def test_without_matplotlib_the_report_says_so_in_one_line_and_writes_nothing(tm
 @pytest.mark.parametrize("path", VIEWED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_viewer_opens_every_example_and_mutant_case(path, tmp_path):
     html = tmp_path / "case.html"
-    assert view_main([str(path), "--html", str(html)]) == 0
+    assert view_main([str(path), "--out", str(html)]) == 0
     page = assert_whole(html)
     record = casefile.read(path)
     assert {"case", *(f"row{r}" for r in range(record.case.b))} <= page.ids
@@ -190,7 +190,7 @@ def test_the_256_experts_show_the_models_keys_and_shade_equal_ones(tmp_path):
 def test_the_viewers_bad_arguments_are_one_line_and_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    for argv in ([str(bad)], [str(tmp_path / "missing.json")], [str(WEIGHTS_CASE), "--html", str(tmp_path / "x.txt")],
+    for argv in ([str(bad)], [str(tmp_path / "missing.json")], [str(WEIGHTS_CASE), "--out", str(tmp_path / "x.txt")],
                  []):
         with pytest.raises(SystemExit) as exit_:
             view_main(argv)
@@ -248,7 +248,7 @@ def test_the_index_is_not_blank_in_chromium(browser, index_page, tmp_path):
 
 def test_a_case_page_is_not_blank_in_chromium(browser, tmp_path):
     html = tmp_path / "case.html"
-    assert view_main([str(METADATA_CASE), "--html", str(html)]) == 0
+    assert view_main([str(METADATA_CASE), "--out", str(html)]) == 0
     assert _not_blank(screenshot.capture(html, tmp_path / "case.png", height=1600))
 
 

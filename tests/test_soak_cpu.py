@@ -17,7 +17,7 @@ from oracles.numpy_model import add_rn, sigmoid_f32
 from properties.soak import bulk, dist
 from properties.soak.__main__ import main
 from properties.soak.compare import ModelMismatch, cross_check, disagreeing_problems
-from properties.soak.engine import Config, run
+from properties.soak.loop import Config, run
 from properties.soak.impls import BatchOutputs, run_model
 from properties.soak.plan import Space, make_batch, make_plan, metadata_stride
 from kernel.layout import metadata_size
@@ -222,7 +222,7 @@ def _torchrun(tmp_path, ranks, *args):
 
 def test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures(tmp_path):
     rows = 16 * 4 * 4  # four batches of b = 4
-    out = _torchrun(tmp_path, 2, "--b", "4", "--rows", str(rows), "--summary", str(tmp_path / "two.json"),
+    out = _torchrun(tmp_path, 2, "--b", "4", "--rows", str(rows), "--out", str(tmp_path / "two.json"),
                     "--fault", "ties_to_highest_index", "--crosscheck", "1")
     assert out.returncode == 1, out.stdout + out.stderr  # the fault disagrees
     two = json.loads((tmp_path / "two.json").read_text())
@@ -246,7 +246,7 @@ def test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures(tmp_path):
 ])
 def test_bad_arguments_exit_2_naming_them(args, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        main(["--device", "cpu", "--no-progress", "--summary", str(tmp_path / "s.json"), *args])
+        main(["--device", "cpu", "--no-progress", "--out", str(tmp_path / "s.json"), *args])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "s.json").exists()
 
@@ -306,7 +306,7 @@ def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(r
 def test_the_bench_summary_carries_its_provenance_and_a_disagreement_fails_it(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = main(["--bench", "--device", "cpu", "--impl", "--fault", "ties_to_highest_index", "--b", "1",
-               "--problems", "16", "--bench-batches", "1", "--no-progress", "--summary", str(out)])
+               "--problems", "16", "--bench-batches", "1", "--no-progress", "--out", str(out)])
     summary = json.loads(out.read_text())
     assert rc == 1 and summary["bench"] and sum(r["disagreements"] for r in summary["bench"]) > 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("soak bench: FAIL")

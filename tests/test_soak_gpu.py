@@ -9,7 +9,7 @@ import torch
 
 from kernel import routing
 from properties.soak import dist
-from properties.soak.engine import Config, run
+from properties.soak.loop import Config, run
 from properties.soak.graphed import Draws
 from properties.soak.impls import FIELDS, Model, run_model
 from properties.soak.plan import Space, make_batch, make_plan

@@ -25,12 +25,12 @@ START_S = 120  # the longest a soak may take to write its first summary here
 
 
 def _start(summary, rows="1e9", under_test=MODEL_ON_CPU):
-    """The soak of ``under_test`` (its --device and --impl) in a process of its own: --summary, or --resume
+    """The soak of ``under_test`` (its --device and --impl) in a process of its own: --out, or --resume
     where the summary exists."""
     args = [sys.executable, "-m", "properties.soak", "--no-progress", *under_test, "--rows", rows, "--b", str(B),
             "--problems", str(PROBLEMS), "--checkpoint-seconds", str(CHECKPOINT_S),
             "--failures-dir", str(summary.parent / "failures")]
-    args += ["--resume", str(summary)] if summary.exists() else ["--summary", str(summary)]
+    args += ["--resume", str(summary)] if summary.exists() else ["--out", str(summary)]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **({"CUDA_VISIBLE_DEVICES": ""} if "cpu" in under_test else {})}
     return subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -127,7 +127,7 @@ def test_a_signal_while_the_soak_starts_is_one_line_and_writes_nothing(tmp_path,
 
     monkeypatch.setattr(soak, "run", signalled)
     summary = tmp_path / "s.json"
-    code = soak.main(["--device", "cpu", "--no-progress", "--impl", "model", "--rows", "16", "--summary",
+    code = soak.main(["--device", "cpu", "--no-progress", "--impl", "model", "--rows", "16", "--out",
                       str(summary)])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 143 and out == ["soak: INTERRUPTED by SIGTERM before any batch was verified: nothing written "

@@ -13,7 +13,7 @@ def test_a_device_index_beyond_the_visible_ones_is_one_line_naming_device(monkey
     monkeypatch.setattr(dist.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(dist.torch.cuda, "device_count", lambda: 1)
     with pytest.raises(SystemExit) as exit_info:
-        soak_main(["--device", "cuda:3", "--no-progress", "--impl", "model", "--rows", "16", "--summary",
+        soak_main(["--device", "cuda:3", "--no-progress", "--impl", "model", "--rows", "16", "--out",
                    str(tmp_path / "s.json")])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and len(err) == 1, err

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from properties.soak import bulk, dist, graphed, verdict
-from properties.soak.engine import Config, implementations, run
+from properties.soak.loop import Config, implementations, run
 from properties.soak.impls import Model, run_model
 from properties.engine.interface import Declaration, Implementation
 from properties.soak.launches import Launched, branch_count, split
 from properties.soak.plan import Plans, Space, make_batch, make_plan
-from properties.soak.report import Tally
+from properties.soak.summary import Tally
 from properties.soak.compare import ModelMismatch
 from properties.soak.schedule import Flight, Pipeline, Streams, check_as_written
 
@@ -64,14 +64,14 @@ def _run(tmp_path, depth, streams=None, **kw):
                     failures_dir=tmp_path / f"failures-{depth}", progress=False, **kw)
     if streams is None:
         return run(config, CPU)
-    import properties.soak.engine as engine
-    original = engine.Pipeline
-    engine.Pipeline = lambda device, model, impls, plans, depth, draws: _Tracking(device, model, impls, plans, depth,
+    import properties.soak.loop as loop
+    original = loop.Pipeline
+    loop.Pipeline = lambda device, model, impls, plans, depth, draws: _Tracking(device, model, impls, plans, depth,
                                                                                   streams, draws)
     try:
         return run(config, CPU)
     finally:
-        engine.Pipeline = original
+        loop.Pipeline = original
 
 
 def _names(summary):

@@ -48,14 +48,14 @@ def test_replay_compares_a_recording_with_the_live_model(model_only, capsys):
 def test_a_soak_with_nothing_under_test_is_refused(tmp_path, capsys):
     summary = tmp_path / "s.json"
     with pytest.raises(SystemExit) as exit_info:
-        soak_main(["--device", "cpu", "--no-progress", "--rows", "16", "--summary", str(summary)])
+        soak_main(["--device", "cpu", "--no-progress", "--rows", "16", "--out", str(summary)])
     assert exit_info.value.code == 2 and "--impl: no implementation under test on cpu" in capsys.readouterr().err
     assert not summary.exists()
 
 
 def test_the_model_alone_asked_for_by_name_runs_and_says_so(tmp_path, capsys):
     rc = soak_main(["--device", "cpu", "--no-progress", "--rows", "16", "--b", "2", "--problems", "8", "--impl",
-                    "model", "--summary", str(tmp_path / "s.json"), "--failures-dir", str(tmp_path / "f")])
+                    "model", "--out", str(tmp_path / "s.json"), "--failures-dir", str(tmp_path / "f")])
     last = capsys.readouterr().out.splitlines()[-1]
     assert rc == 0 and last.startswith("soak: PASS: ") and last.endswith(" (model only) (exit 0)"), last
 

@@ -51,8 +51,6 @@ def _synchronize():
         torch.cuda.synchronize()
 
 
-def _provenance():
-    return {**provenance.gpu(), "commit": provenance.commit(), "date": provenance.utc_now()}
 
 
 def _cuda_bits(bits):
@@ -121,7 +119,7 @@ def measure(check):
         return 0 if same else 1
     seen, constants = _measure_specials()
     tables.DATA_FILE.write_bytes(data)
-    record = {"provenance": _provenance(), "data_file": tables.DATA_FILE.name, "data_sha256": tables.sha256(data),
+    record = {"provenance": provenance.record(), "data_file": tables.DATA_FILE.name, "data_sha256": tables.sha256(data),
               "data_bytes": len(data), "tables": meta, "model_constants": constants, "special_inputs": seen}
     tables.PROVENANCE_FILE.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({k: v for k, v in record.items() if k != "special_inputs"}, indent=1))
@@ -148,7 +146,7 @@ HALF_STRATA = {"all": lambda: np.arange(1 << 16, dtype=np.uint16)}
 
 
 def record_sample():
-    out = {"provenance": _provenance(), "digest_chunk": sample.DIGEST_CHUNK, "primitives": {}}
+    out = {"provenance": provenance.record(), "digest_chunk": sample.DIGEST_CHUNK, "primitives": {}}
     for name, arity in list(SAMPLED.items()) + [(name, 1) for name in APPROX_F32]:
         strata = sample.UNARY_STRATA if arity == 1 else sample.BINARY_STRATA
         entry = {}
@@ -293,7 +291,7 @@ def prove():
     results["div_full_f32(x, y) exponent pairs"] = tally.result()
     print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
     approx_results = prove_approx()
-    record = {"provenance": _provenance(), "table_data_sha256": tables.read_provenance()["data_sha256"],
+    record = {"provenance": provenance.record(), "table_data_sha256": tables.read_provenance()["data_sha256"],
               "coefficients_tables_sha256": interpolator.read()["tables_sha256"],
               "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
               "sigmoid_f32_model_throughput": throughput,
@@ -349,7 +347,7 @@ def prove_numpy_path():
         x = hardware.bit_range(start, _NUMPY_PATH_CHUNK, "cpu")
         tally.add([x], model.sigmoid_f32(x), torch.from_numpy(model.sigmoid_f32(x.numpy())))
     result = tally.result()
-    record = {"provenance": {**provenance.record(("numpy", "torch")), "host": provenance.host()},
+    record = {"provenance": {**provenance.record(), "host": provenance.host()},
               "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
               "compared": "sigmoid_f32 on NumPy (common path) vs on torch CPU tensors (generic path)",
               "result": result}

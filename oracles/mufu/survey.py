@@ -169,7 +169,7 @@ def run(out_dir):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    index = {"provenance": {**provenance.gpu(), "commit": provenance.commit(), "date": provenance.utc_now()},
+    index = {"provenance": provenance.record(),
              "classes_order": [f"{s}{c}" for s in "+-" for c in _CLASSES]}
     def phase(name, fn):
         try:

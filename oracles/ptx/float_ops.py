@@ -25,7 +25,7 @@ VALUE_OPS = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", 
 _COMMUTATIVE = frozenset({"add", "mul"})
 _FUSED = frozenset({"fma", "mad"})
 _FLOAT_IMMEDIATE = re.compile(r"^0[fF][0-9a-fA-F]{8}$")
-_REGISTER = re.compile(r"%?[A-Za-z_$][\w$]*")
+_REGISTER_OR_SYMBOL = re.compile(r"%?[A-Za-z_$][\w$]*")  # what a mov may copy besides an immediate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _copy_sources(program):
     for ins in program:
         if ins.base == "mov" and ins.predicate is None and len(ins.operands) == 2:
             dst, src = ins.operands
-            if writes[dst] == 1 and (_FLOAT_IMMEDIATE.match(src) or _REGISTER.fullmatch(src)):
+            if writes[dst] == 1 and (_FLOAT_IMMEDIATE.match(src) or _REGISTER_OR_SYMBOL.fullmatch(src)):
                 copies[dst] = src
     return copies, writes
 

@@ -6,12 +6,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from oracles.ptx.reader import Instruction, Program, parse
+from oracles.ptx.reader import REGISTER, Instruction, Program, parse
 
 WAIT = "griddepcontrol.wait"
 LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
 _PARAM = re.compile(r"_param_(\d+)\b")
-_REGISTER = re.compile(r"%[a-z]+\d+")
 _TOKEN = re.compile(r"%[\w$.]+|[A-Za-z_$][\w$.]*|\d\w*")
 # One value in every lane of the warp, whatever their operands: votes and warp reductions.
 WARP_UNIFORM_OPS = frozenset({"vote", "redux"})
@@ -56,7 +55,7 @@ def _param_dependencies(insts):
             sources = set()
             for operand in inst.operands[1:]:
                 sources |= {int(n) for n in _PARAM.findall(operand)}
-                for register in _REGISTER.findall(operand):
+                for register in REGISTER.findall(operand):
                     sources |= deps.get(register, set())
             for dst in inst.destinations:
                 if not sources <= deps.get(dst, set()):
@@ -97,7 +96,7 @@ def global_loads(ptx: str):
     for inst in program.instructions:
         if inst.base != "ld" or inst.types & {"param", "shared", "local", "const"}:
             continue
-        address = _REGISTER.search(inst.operands[-1])
+        address = REGISTER.search(inst.operands[-1])
         address = address.group(0) if address else ""
         loads.append(GlobalLoad(inst, frozenset(deps.get(address, set())), inst.index in before,
                                 inst.index in after))

@@ -5,7 +5,7 @@
     timing.py     CUDA-graph timing, the PDL chain, binary resources, the Recorder of results and errors
     ncu.py        the Nsight Compute pass
     harness.py    the harness's own throughput and `make verify`'s wall time
-    report.py     the results file's schema, the targets and the README tables (no GPU)
+    results_file.py  the results file's schema, the targets and the README tables (no GPU)
     breakdown.py  where the kernel's time goes: the kernel cut after each phase, each cut timed
     variants.py   copies of kernel/routing.py with a change, checked against the model and timed beside the kernel
     record_cli.py the command line of those two: a record to write (GPU) or a record's table to print

@@ -2,7 +2,7 @@
 as the benchmark times the kernel (a CUDA graph of back-to-back PDL launches), beside the kernel without
 metadata with and without its trigger warp.
 
-    python -m properties.bench.breakdown --out FILE [--bs 1 8 ...]   # a record with provenance (needs a GPU)
+    python -m properties.bench.breakdown --out FILE [--b 1 8 ...]   # a record with provenance (needs a GPU)
     python -m properties.bench.breakdown --table FILE                 # its README table (no GPU)
 
 A stage's time less the previous stage's is what its phase adds to a launch (the phases overlap, so this is
@@ -28,7 +28,7 @@ from oracles import interrupts
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
-from properties.bench.report import summarize
+from properties.bench.results_file import summarize
 from properties.bench.timing import capture, error_line, time_graph
 
 SCHEMA = "kernel.breakdown/1"

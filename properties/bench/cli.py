@@ -10,9 +10,9 @@ Nothing committed is written unless the command line names it: the committed rec
 ``--out properties/results/bench-h200.json`` (``make bench BENCH_OUT=...``), the README tables with
 ``--update-readme``. Every argument is checked before any work (one line naming it, exit 2).
 
-Method. Each variant (properties/bench/report.py VARIANTS) is captured ``--iterations`` times back to back into one
+Method. Each variant (properties/bench/results_file.py VARIANTS) is captured ``--iterations`` times back to back into one
 CUDA graph; each replay is timed with CUDA events and divided by the launch count; median and minimum over
-``--repetitions`` replays. Before timing, the graph's outputs are poisoned, the graph replayed once and every
+``--repeats`` replays. Before timing, the graph's outputs are poisoned, the graph replayed once and every
 output compared with its reference (the NumPy model bit for bit; FlashInfer's enqueued result with the
 oracle entry; FlashInfer's fused routing from logits, the peer, its ids with the model and its metadata with
 the oracle entry, its weights' differences from the model recorded as information), so no timed graph skips
@@ -35,15 +35,16 @@ from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from oracles import interrupts
 from oracles.flashinfer_routing import build
-from oracles.provenance import REPO_ROOT, commit, gpu, host, nvidia_smi, utc_now, version
-from properties.bench import report
+from oracles.provenance import REPO_ROOT, host, nvidia_smi, version
+from oracles.provenance import record as provenance_record
+from properties.bench import results_file
 from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
 from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
-from properties.bench.report import VARIANT_NAMES, VARIANTS
+from properties.bench.results_file import VARIANT_NAMES, VARIANTS
 from properties.bench.timing import Recorder, bench_problem, eager_parts, eager_us, error_line, resources
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench.json"
 DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"
@@ -65,13 +66,14 @@ def clocks():
 
 
 def provenance():
-    """GPU, driver, CUDA, clocks, package versions, commit and date of this run (on a CUDA device)."""
-    prov = gpu()
+    """The provenance record (oracles/provenance.py: GPU, driver, CUDA, package versions, commit, date) of this run
+    (on a CUDA device), with the clocks, the host and the FlashInfer libraries it timed."""
+    prov = provenance_record()
     prov.update({"nvidia-cutlass-dsl": version("nvidia-cutlass-dsl") or "not installed",
                  "flashinfer": f"flashinfer-python {version('flashinfer-python') or 'not installed'} at run time; "
                                f"libraries build/flashinfer_oracle/{build.LIBRARY.name} and "
                                f"{build.FUSED_LIBRARY.name} from {build.FLASHINFER_VERSION} sources",
-                 "clocks": {"before": clocks()}, "host": host(), "commit": commit(), "date": utc_now()})
+                 "clocks": {"before": clocks()}, "host": host()})
     return prov
 
 
@@ -83,14 +85,14 @@ def run(args):
     started = time.perf_counter()
     rec = Recorder()
     cfg = Config.from_args(args)
-    results = {"schema": report.SCHEMA, "provenance": provenance(),
+    results = {"schema": results_file.SCHEMA, "provenance": provenance(),
                "config": cfg.as_dict(), "variants": dict(VARIANTS),
                "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
-    results["eager"] = {name: {} for name in report.EAGER_VARIANTS}
-    results["eager_parts"] = {name: {} for name in report.EAGER_VARIANTS}
-    results["information"] = {name: {} for name in report.INFORMATION_VARIANTS}
+    results["eager"] = {name: {} for name in results_file.EAGER_VARIANTS}
+    results["eager_parts"] = {name: {} for name in results_file.EAGER_VARIANTS}
+    results["information"] = {name: {} for name in results_file.INFORMATION_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
           f"{cfg.repetitions} replays", flush=True)
     rec.attempt("prepare", routing.prepare, True)
@@ -106,10 +108,10 @@ def run(args):
         for name in VARIANT_NAMES:
             for mode in ("graph", "pdl_chain", "verify"):
                 results[mode][name][str(b)] = measured[mode][name]
-        for name in report.EAGER_VARIANTS:
+        for name in results_file.EAGER_VARIANTS:
             results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.eager_call(name),
                                                          args.eager_calls)
-        for name in report.EAGER_VARIANTS:
+        for name in results_file.EAGER_VARIANTS:
             results["eager_parts"][name][str(b)] = rec.attempt(f"eager parts {name} b={b}", eager_parts, problem,
                                                                name, args.eager_calls)
         for name, info in measured["information"].items():
@@ -131,12 +133,12 @@ def run(args):
     }
     results["errors"] = rec.errors
     results["seconds"] = round(time.perf_counter() - started, 1)
-    results["targets"] = report.evaluate_targets(results)
+    results["targets"] = results_file.evaluate_targets(results)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
     print()
-    print(rec.attempt("results table", report.readme_table, results))
+    print(rec.attempt("results table", results_file.readme_table, results))
     print(f"{len(rec.errors)} measurement errors; {results['seconds']} s; results in {out}")
     return 1 if rec.errors else 0
 
@@ -146,10 +148,10 @@ def _short(entry):
 
 
 def readme(args):
-    body = report.readme_table(args.results)
+    body = results_file.readme_table(args.results)
     if args.update_readme:
         path = REPO_ROOT / "properties" / "results" / "README.md"
-        path.write_text(report.replace_readme_block(path.read_text(), body))
+        path.write_text(results_file.replace_readme_block(path.read_text(), body))
     print(body, end="")
     return 0
 
@@ -157,7 +159,7 @@ def readme(args):
 def _results(parser, path):
     """The results file ``path`` checked against the schema; a one-line error naming --readme-table if not."""
     try:
-        return report.check_schema(types.read_json_object(path))
+        return results_file.check_schema(types.read_json_object(path))
     except (argparse.ArgumentTypeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         parser.error(f"argument --readme-table: {path}: {exc}")
 
@@ -183,15 +185,15 @@ def parse_args(argv):
     parser.add_argument("--out", type=types.output_file,
                         help=f"results file (default {DEFAULT_OUT}; with --time-verify {DEFAULT_VERIFY_OUT})")
     tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, MAX_COUNT)
-    parser.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
+    parser.add_argument("--b", dest="bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     parser.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
-    parser.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
+    parser.add_argument("--repeats", dest="repetitions", type=count, default=20, help="timed replays per graph")
     parser.add_argument("--eager-calls", type=count, default=2000, help="eager route() calls timed per b and variant")
-    parser.add_argument("--tile-n", type=types.integer(1, MAX_TILE), default=8)
+    parser.add_argument("--tile", dest="tile_n", type=types.integer(1, MAX_TILE), default=8)
     parser.add_argument("--local-expert-offset", type=types.integer(0, EXPERTS), default=0)
     parser.add_argument("--num-local-experts", type=types.integer(0, EXPERTS), default=EXPERTS)
     parser.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute pass")
-    parser.add_argument("--ncu-bs", type=tokens, nargs="+", default=[1, MAX_TOKENS])
+    parser.add_argument("--ncu-b", dest="ncu_bs", type=tokens, nargs="+", default=[1, MAX_TOKENS])
     parser.add_argument("--ncu-launches", type=count, default=3, help="profiled launches per variant and b")
     parser.add_argument("--harness-seconds", type=types.number(above=0, maximum=3600), default=3.0,
                         help="time per harness throughput figure")

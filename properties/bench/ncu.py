@@ -129,7 +129,7 @@ def _ncu_pass(ncu, metrics, args):
         command = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
                    "-k", "regex:routing", "--metrics", ",".join(metrics), "--csv",
                    sys.executable, "-m", "properties.bench", "--ncu-workload", str(labels_path),
-                   "--ncu-launches", str(args.ncu_launches), "--bs", *map(str, args.ncu_bs),
+                   "--ncu-launches", str(args.ncu_launches), "--b", *map(str, args.ncu_bs),
                    *Config.from_args(args).cli_args()]
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
         if result.returncode != 0 or not labels_path.is_file():

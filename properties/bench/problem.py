@@ -22,7 +22,7 @@ from oracles.flashinfer_routing.enqueue import device_buffers, enqueue, read_bac
 from oracles.triton_routing import ROUTER_SCORE_DIVISION_EPS, fused_musespark1x_routing
 from properties.engine import device
 from properties.engine.cases import Outputs, RoutingCase
-from properties.engine.compare import describe, disagreements
+from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.floats import ulp_distance
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
@@ -47,7 +47,7 @@ class Config:
 
     def cli_args(self):
         """The command-line options that give this configuration's metadata request."""
-        return ["--tile-n", str(self.tile_n), "--local-expert-offset", str(self.local_expert_offset),
+        return ["--tile", str(self.tile_n), "--local-expert-offset", str(self.local_expert_offset),
                 "--num-local-experts", str(self.num_local_experts)]
 
     def as_dict(self):
@@ -77,7 +77,7 @@ class Problem:
         self.case = RoutingCase(logits, bias, np.float32(SCALE), True, None, 0, 0, f"bench inputs b={b}")
         self.case_meta = replace(self.case, tile_n=cfg.tile_n, local_expert_offset=cfg.local_expert_offset,
                                  num_local_experts=cfg.num_local_experts)
-        self.model = REGISTRY["model"].run(self.case)
+        self.model = REGISTRY[REFERENCE].run(self.case)
         self.fi_expected = Outputs(None, None, REGISTRY["flashinfer"].run(self.case_meta).metadata)
         self.cute = device.buffers(self.case)
         self.cute_meta = device.buffers(self.case_meta)
@@ -92,7 +92,7 @@ class Problem:
         self.fi_ids_src = self.fi_ids.clone()
         self.fi_alone = device_buffers(self.fi_ids, cfg.tile_n)
         self.fi_after_triton = device_buffers(self.triton_ids, cfg.tile_n)
-        # FlashInfer's routing runner takes power-of-two tiles only: any other --tile-n fails this variant
+        # FlashInfer's routing runner takes power-of-two tiles only: any other --tile fails this variant
         # alone (its launch raises the refusal), not the problem.
         try:
             self.fused, self.fused_refusal = fused_peer.peer_buffers(self.logits, self.bias, cfg.tile_n), None
@@ -178,7 +178,7 @@ class Problem:
         found = []
         if name.startswith("triton"):
             triton = Outputs(self.triton_ids.cpu().numpy(), self.triton_weights.cpu().numpy(), None)
-            found += disagreements({"model": self.model, "triton": triton})
+            found += disagreements({REFERENCE: self.model, "triton": triton})
         for prefix, buffers in (("flashinfer", self.fi_alone), ("triton+flashinfer", self.fi_after_triton)):
             if name in (prefix, f"{prefix}_pdl"):
                 enqueued = Outputs(None, None, to_meta(read_back(buffers)))
@@ -186,7 +186,7 @@ class Problem:
                                        reference="oracle entry", tile_n=self.cfg.tile_n)
         if name == "flashinfer_fused":
             peer = fused_peer.read_back(self.fused)
-            found += disagreements({"model": self.model, "flashinfer fused": Outputs(peer.ids, None, None)})
+            found += disagreements({REFERENCE: self.model, "flashinfer fused": Outputs(peer.ids, None, None)})
             found += disagreements({"oracle entry": self.fi_expected,
                                     "flashinfer fused": Outputs(None, None, to_meta(peer.metadata))},
                                    reference="oracle entry", tile_n=self.cfg.tile_n)

@@ -1,10 +1,10 @@
 """The command line the bench's record tools share (breakdown.py, variants.py): ``--out FILE`` runs on the GPU and
 writes a record, ``--table FILE`` prints a record's table (no GPU); both time CUDA graphs of ``--iterations``
-launches over ``--repetitions`` replays for each b of ``--bs``."""
+launches over ``--repeats`` replays for each b of ``--b``."""
 
 from kernel.layout import MAX_TOKENS
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 MAX_COUNT = 10**7
 
@@ -16,9 +16,9 @@ def parser(prog, description):
     mode.add_argument("--out", type=types.output_file, help="record file to write (runs on the GPU)")
     mode.add_argument("--table", metavar="FILE", type=types.json_object_file, help="print a record's table")
     tokens, count = types.integer(1, MAX_TOKENS), types.integer(1, MAX_COUNT)
-    made.add_argument("--bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
+    made.add_argument("--b", dest="bs", type=tokens, nargs="+", default=list(range(1, MAX_TOKENS + 1)))
     made.add_argument("--iterations", type=count, default=1000, help="launches per CUDA graph")
-    made.add_argument("--repetitions", type=count, default=20, help="timed replays per graph")
+    made.add_argument("--repeats", dest="repetitions", type=count, default=20, help="timed replays per graph")
     return made
 
 

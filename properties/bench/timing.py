@@ -15,7 +15,7 @@ from oracles.flashinfer_routing import build, fused_peer
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
 from properties.bench.problem import SCALE
-from properties.bench.report import INFORMATION_VARIANTS, VARIANT_NAMES, summarize
+from properties.bench.results_file import INFORMATION_VARIANTS, VARIANT_NAMES, summarize
 from properties.codegen import checks
 from properties.engine import device
 

@@ -1,7 +1,7 @@
 """Kernel variants beside the committed kernel: each a copy of kernel/routing.py with a change, checked bit for bit
 against the model, then timed with the committed kernel in one process, as the benchmark times it.
 
-    python -m properties.bench.variants --variant NAME=PATH.py [...] --out FILE [--bs 1 8 ...] [--rounds N]
+    python -m properties.bench.variants --variant NAME=PATH.py [...] --out FILE [--b 1 8 ...] [--rounds N]
     python -m properties.bench.variants --table FILE                  # a record's table (no GPU)
 
 A variant module defines ``route`` and ``prepare`` as kernel/routing.py does. The check runs every case of
@@ -32,14 +32,14 @@ from oracles.provenance import REPO_ROOT
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
-from properties.bench.report import summarize
+from properties.bench.results_file import summarize
 from properties.bench.timing import capture, error_line, time_graph
 from properties.engine import casefile, plugins
 from properties.engine.cases import RoutingCase
-from properties.engine.compare import describe, disagreements
+from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.interface import Implementation
-from properties.tools import args as types
+from oracles import args as types
 
 SCHEMA = "kernel.variants/1"
 COMMITTED = "committed"
@@ -79,7 +79,7 @@ def check_cases(corpus=CHECK_CORPUS):
     return cases
 
 
-def check(impls, cases, model=REGISTRY["model"]):
+def check(impls, cases, model=REGISTRY[REFERENCE]):
     """{name: {"calls", "differ", "first"}}: each implementation's outputs on every case against the model's,
     bit for bit (an exception counts as a differing call, with its line)."""
     found = {impl.name: {"calls": 0, "differ": 0, "first": []} for impl in impls}

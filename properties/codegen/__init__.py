@@ -1,2 +1,2 @@
 """The kernel's codegen contract, checked statically on its PTX and SASS (no GPU): checks.py (the checks, also
-run by the mutant probe on edited copies) and report.py (``python -m properties.codegen.report``)."""
+run by the mutant probe on edited copies) and listing.py (``python -m properties.codegen.listing``)."""

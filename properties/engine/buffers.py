@@ -14,10 +14,10 @@ import torch
 import oracles.numpy_model as model
 from kernel.layout import EXPERTS, MAX_TOKENS, TOP_K, metadata_size
 from properties.engine.cases import FIELDS, Outputs
-from properties.engine.compare import describe, disagreements
+from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.poison import IDS_POISON, METADATA_POISON, METADATA_SLACK, WEIGHT_POISON_BITS
 
-MODEL, KERNEL = "model", "cute"
+KERNEL = "cute"
 
 
 class WroteOutside(AssertionError):
@@ -82,7 +82,7 @@ class Buffers:
 
     def mismatches(self):
         """One line per disagreement of the whole buffers with the model's (empty when every bit is equal)."""
-        found = disagreements({MODEL: expected(self.case), KERNEL: self.whole()}, tile_n=self.case.tile_n)
+        found = disagreements({REFERENCE: expected(self.case), KERNEL: self.whole()}, tile_n=self.case.tile_n)
         return [describe(d) for d in found]
 
 

@@ -11,11 +11,17 @@ with its reason, never dropped.
 
 from oracles.provenance import cuda_reason
 from properties.engine import plugins
-from properties.engine.builtins import BROKEN_ENV, BUILTINS  # noqa: F401  (BROKEN_ENV: the tests)
+from properties.engine.builtins import BROKEN_ENV, BUILTINS, FAULT_PREFIX  # noqa: F401  (BROKEN_ENV: the tests)
 
-from properties.engine.compare import REFERENCE  # noqa: F401  (the registry names it too)
-# The implementations a GPU machine must run; "broken" and the planted faults are never required.
-REAL = ("model", "triton", "cute", "flashinfer")
+from properties.engine.compare import REFERENCE
+
+# The built-ins their declarations put on CUDA, in registry order.
+GPU = tuple(impl.name for impl in BUILTINS if impl.declaration.device == "cuda")
+# The implementations a GPU machine must run: the reference and the CUDA built-ins; "broken" and the planted
+# faults are never required.
+REAL = (REFERENCE, *GPU)
+# The planted faults, by the name ``--fault`` gives them (the registry's "fault-NAME").
+FAULTS = tuple(impl.name.removeprefix(FAULT_PREFIX) for impl in BUILTINS if impl.name.startswith(FAULT_PREFIX))
 
 REGISTRY = {impl.name: impl for impl in BUILTINS}
 _configured = {"loaded": False, "names": [], "refused": {}, "specs": []}
@@ -35,6 +41,28 @@ def add(specs):
         REGISTRY[impl.name] = impl
         names.append(impl.name)
     return names
+
+
+def resolve(words, choosable, device=None):
+    """The implementations' names of ``--impl`` words, in their order, for every command: each word a built-in
+    of ``choosable`` or a plug-in spec (loaded, probed and registered by ``add``). ValueError naming --impl for
+    an unknown word or, when ``device`` (a torch.device) is given and not CUDA, for a CUDA built-in; NotRun
+    (one line) for a plug-in that cannot run."""
+    unknown = [word for word in words if "=" not in word and word not in choosable]
+    if unknown:
+        raise ValueError(f"--impl {unknown[0]!r}: not a built-in ({', '.join(choosable)}) nor NAME=MODULE:ATTR "
+                         "or NAME=PATH.py:ATTR")
+    gpu = [word for word in words if word in GPU]
+    if device is not None and device.type != "cuda" and gpu:
+        raise ValueError(f"--impl {' '.join(gpu)} needs a CUDA device; this run is on {device}")
+    added = iter(add([word for word in words if "=" in word]))
+    return [next(added) if "=" in word else word for word in words]
+
+
+def plugin_names():
+    """Names of the registered plug-ins (every implementation that is not a built-in), in registry order."""
+    builtin = {impl.name for impl in BUILTINS}
+    return [name for name in REGISTRY if name not in builtin]
 
 
 def configure(specs):

@@ -260,7 +260,7 @@ CATALOG = (
     # ---- runs that checked nothing (issue 20)
     _m("soak_nothing_under_test_runs", SOAK_CLI, "a soak with nothing under test runs (the model against itself)",
        VACUOUS_T + "test_a_soak_with_nothing_under_test_is_refused",
-       ("        if MODEL_ONLY not in (args.impl or ()):\n", "        if False:\n")),
+       ("        if REFERENCE not in (args.impl or ()):\n", "        if False:\n")),
     _m("soak_retires_the_newest_batch", SOAK_SCHEDULE, "the soak retires the newest batch in flight, not the oldest",
        SCHEDULE_T + "test_batches_that_finish_out_of_order_are_retired_in_order_with_the_serial_counts",
        ("        flight = self.in_flight.popleft()\n", "        flight = self.in_flight.pop()\n")),

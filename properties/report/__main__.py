@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from properties.report import libraries
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 NOT_WRITTEN = 1
 

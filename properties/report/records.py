@@ -14,7 +14,7 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 README = RESULTS / "README.md"

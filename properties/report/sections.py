@@ -4,7 +4,7 @@ plots (no matplotlib, no HTML here). Every number shown comes from the file; not
 import math
 import os
 
-from properties.bench.report import MODES, SUBJECT, TARGETS, evaluate_targets, file_variants
+from properties.bench.results_file import MODES, SUBJECT, TARGETS, evaluate_targets, file_variants
 from properties.report.sources import is_soak_bench
 
 # The FlashInfer variants the subject is compared with (every one that a user could run instead).

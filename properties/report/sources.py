@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracles.provenance import REPO_ROOT
-from properties.bench.report import check_schema
+from properties.bench.results_file import check_schema
 from properties.mutants.harness_run import RESULTS as HARNESS_RESULTS
 from properties.mutants.runner import DEFAULT_REPORT as MUTANTS_REPORT
 from properties.tools.gate import REPORTS as GATE_REPORTS

@@ -12,7 +12,7 @@ Every argument is checked before any work (one line naming it, exit 2). A run ne
 on a machine without CUDA that is a planted fault (--fault), a CPU plug-in, or the model alone, asked for by
 name (--impl model: the model on the device against the NumPy model's cross-check, so --crosscheck must be
 at least 1); without any it is refused. Case files go to reports/soak-failures/ and the summary to
-reports/soak.json unless --failures-dir, --summary or --resume say otherwise. Each implementation under test
+reports/soak.json unless --failures-dir, --out or --resume say otherwise. Each implementation under test
 gets a verdict (properties/soak/verdict.py): a table on the terminal and verdict-NAME.json beside the summary.
 
 SIGINT or SIGTERM: no batch is enqueued, the ones in flight are retired, the summary of every batch verified is
@@ -40,18 +40,18 @@ from pathlib import Path
 from oracles.interrupts import Interrupted, Interrupts
 from properties.soak import dist
 from properties.soak import verdict
-from properties.soak.adapter import FAULTS, MAX_TILE, MAX_TOKENS, add_plugins
+from properties.engine import implementations as registry
+from properties.engine.compare import REFERENCE
+from kernel.layout import MAX_TILE, MAX_TOKENS
 from properties.soak.bulk import FAMILIES
-from properties.soak.engine import Config, implementations, run, under_test
+from properties.soak.loop import Config, implementations, run, under_test
 from properties.soak.graphed import Draws
 from properties.soak.impls import Model
 from properties.soak.plan import METADATA_CHOICES, Space
-from properties.soak.report import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from properties.soak.summary import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
+from oracles import args as types
+from oracles.args import OneLineParser
 
-GPU_NAMES = ("cute", "triton", "flashinfer")
-MODEL_ONLY = "model"  # --impl model: nothing but the reference, on the device, against the NumPy cross-check
 RENORMALIZE = {"both": (False, True), "true": (True,), "false": (False,)}
 DEFAULT_SUMMARY = Path("reports/soak.json")
 DEFAULT_FAILURES = Path("reports/soak-failures")
@@ -77,10 +77,10 @@ def parser():
                    help="first batch index (resume from a summary's next_offset)")
     p.add_argument("--resume", type=types.output_file, help="continue the run of this summary (its seed, space, "
                    "offset and counts) and update it; where it does not exist yet, start the run and write it there")
-    p.add_argument("--impl", nargs="*", help="implementations under test: built-in names (cute, triton, "
-                   "flashinfer) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: the three built-ins on a "
-                   f"GPU, none on a CPU); {MODEL_ONLY!r} alone: the model only")
-    p.add_argument("--fault", nargs="*", default=[], choices=sorted(FAULTS), help="planted faults to run as well")
+    p.add_argument("--impl", nargs="*", action="extend", help="implementations under test: built-in names "
+                   f"({', '.join(registry.GPU)}) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: those "
+                   f"built-ins on a GPU, none on a CPU); {REFERENCE!r} alone: the model only")
+    p.add_argument("--fault", nargs="*", default=[], choices=sorted(registry.FAULTS), help="planted faults to run as well")
     p.add_argument("--device", type=_device, default="auto",
                    help="auto, cpu or cuda:N (default: the rank's GPU, else the CPU)")
     p.add_argument("--backend", default="auto", choices=dist.BACKENDS)
@@ -110,7 +110,7 @@ def parser():
     p.add_argument("--minimise", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--failures-dir", type=types.output_dir, default=DEFAULT_FAILURES,
                    help=f"case files of disagreements (default {DEFAULT_FAILURES})")
-    p.add_argument("--summary", type=types.output_file,
+    p.add_argument("--out", dest="summary", type=types.output_file,
                    help=f"summary JSON (default {DEFAULT_SUMMARY}, or the resumed one)")
     p.add_argument("--checkpoint-seconds", type=types.number(above=0), default=Config.checkpoint_seconds,
                    help="write the summary of the batches verified so far this often (a killed run resumes from it)")
@@ -153,24 +153,17 @@ def _previous(path):
 def _under_test(args, ctx):
     """The names under test: built-in names as given, plug-in specs loaded and probed (NotRun when one cannot
     run); ValueError naming the argument when the run would test nothing or asks for what this device cannot run."""
-    impls = args.impl if args.impl is not None else (GPU_NAMES if ctx.device.type == "cuda" else ())
-    named = [spec for spec in impls if spec != MODEL_ONLY]
-    unknown = [name for name in named if "=" not in name and name not in GPU_NAMES]
-    if unknown:
-        raise ValueError(f"--impl {unknown[0]!r}: not a built-in ({', '.join((*GPU_NAMES, MODEL_ONLY))}) nor "
-                         "NAME=MODULE:ATTR or NAME=PATH.py:ATTR")
-    gpu = [name for name in named if name in GPU_NAMES]
-    if ctx.device.type != "cuda" and gpu:
-        raise ValueError(f"--impl {' '.join(gpu)} needs a CUDA device; this run is on {ctx.device}")
-    plugins = iter(add_plugins([spec for spec in named if "=" in spec]))
-    chosen = tuple(next(plugins) if "=" in spec else spec for spec in named)
+    impls = args.impl if args.impl is not None else (registry.GPU if ctx.device.type == "cuda" else ())
+    # the reference alone (--impl model): nothing but the model on the device, against the NumPy cross-check
+    chosen = tuple(registry.resolve([spec for spec in impls if spec != REFERENCE], (*registry.GPU, REFERENCE),
+                                    ctx.device))
     if not chosen and not args.fault:
-        if MODEL_ONLY not in (args.impl or ()):
+        if REFERENCE not in (args.impl or ()):
             raise ValueError(f"--impl: no implementation under test on {ctx.device} (the GPU implementations need "
-                             f"CUDA): --impl {MODEL_ONLY} soaks the model alone, --fault NAME adds a planted fault, "
+                             f"CUDA): --impl {REFERENCE} soaks the model alone, --fault NAME adds a planted fault, "
                              "NAME=MODULE:ATTR a plug-in")
         if args.crosscheck < 1:
-            raise ValueError(f"--crosscheck 0 with --impl {MODEL_ONLY}: the model alone is checked only by the "
+            raise ValueError(f"--crosscheck 0 with --impl {REFERENCE}: the model alone is checked only by the "
                              "cross-check, so nothing would be compared")
     return chosen
 

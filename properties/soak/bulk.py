@@ -10,27 +10,21 @@ import functools
 
 import torch
 
-from properties.soak.adapter import (
-    CATALOG,
+from kernel.layout import EXPERTS, EXPERTS_PER_LANE, TOP_K, WARP
+from properties.engine.floats import MAX_SUBNORMAL, PLUS_INF, SIGN
+from properties.inputs.draws import FLT_MAX, SPECIAL_MAGNITUDES
+from properties.inputs.strategies import (
     DENSITIES,
     DIV_FULL_SCALING_INNER,
     DIV_FULL_SCALING_REACH,
     EX2_OVERFLOW_EDGE,
     EX2_OVERFLOW_INNER,
-    EXPERTS,
-    EXPERTS_PER_LANE,
-    FLT_MAX,
-    MAX_SUBNORMAL,
+    GENERATORS,
     MINUS_INF_COUNTS,
-    PLUS_INF,
     SATURATED_SCORE_EDGE,
     SATURATED_SCORE_INNER,
-    SIGN,
-    SPECIAL_MAGNITUDES,
     TESTFLOAT_EXPONENTS,
     TESTFLOAT_SIGNIFICANDS,
-    TOP_K,
-    WARP,
 )
 
 PLAIN = "plain"
@@ -290,8 +284,8 @@ _BUILDERS = {f.__name__: f for f in (
     plain, tie_within_lane, tie_across_lanes, tie_at_eighth_place, all_equal, rounding_tie, subnormal_values,
     signed_zeros, minus_inf_bias, infinite_logits, div_full_scaling, ex2_overflow, saturated_score,
     bias_dominates, random_bits, testfloat_patterns, weight_overflow, shared_experts)}
-FAMILIES = (PLAIN, *(name for name in CATALOG if name in _BUILDERS))
-NOT_IN_BULK = tuple(name for name in CATALOG if name not in _BUILDERS)
+FAMILIES = (PLAIN, *(name for name in GENERATORS if name in _BUILDERS))
+NOT_IN_BULK = tuple(name for name in GENERATORS if name not in _BUILDERS)
 
 
 def generate(family, generator, n, b, device):

@@ -5,17 +5,13 @@ NumPy model on the CPU."""
 import numpy as np
 import torch
 
-from properties.soak.adapter import (
-    METADATA_POISON,
-    Outputs,
-    RoutingCase,
-    describe,
-    disagreements,
-    metadata_size,
-    numpy_route,
-    numpy_routing_metadata,
-    REFERENCES,
-)
+from kernel.layout import metadata_size
+from oracles.numpy_model import route as numpy_route
+from oracles.numpy_model import routing_metadata as numpy_routing_metadata
+from properties.engine.cases import Outputs, RoutingCase
+from properties.engine.compare import describe, disagreements
+from properties.engine.poison import METADATA_POISON
+from properties.engine.references import REFERENCES
 from properties.soak.impls import FIELDS
 
 

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
-from properties.soak.adapter import EXPERTS, METADATA_POISON, REFERENCE, REFERENCES, metadata_rows, route_rows
+from kernel.layout import EXPERTS
+from oracles.numpy_model.routing import metadata_rows, route_rows
+from properties.engine.compare import REFERENCE
+from properties.engine.poison import METADATA_POISON
+from properties.engine.references import REFERENCES
 from properties.soak.graphed import EAGER_BELOW, Replays
 from properties.soak.plan import Batch, metadata_stride
 

@@ -14,15 +14,9 @@ may run while they are compared.
 import numpy as np
 import torch
 
-from properties.soak.adapter import (
-    EXPERTS,
-    IDS_POISON,
-    METADATA_POISON,
-    TOP_K,
-    WEIGHT_POISON_BITS,
-    device_of,
-    metadata_size,
-)
+from kernel.layout import EXPERTS, TOP_K, metadata_size
+from properties.engine.buffers import device_of
+from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
 from properties.soak.graphed import EAGER_BELOW, capturing
 from properties.soak.impls import BatchOutputs
 from properties.soak.plan import metadata_stride

@@ -12,16 +12,8 @@ import numpy as np
 import torch
 
 from properties.soak import bulk
-from properties.soak.adapter import (
-    EXPERTS,
-    FLT_MAX,
-    MAX_TILE,
-    MAX_TOKENS,
-    RANK_SPLITS,
-    SPECIAL_SCALES,
-    SPECIAL_TILES,
-    metadata_size,
-)
+from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, metadata_size
+from properties.inputs.draws import FLT_MAX, RANK_SPLITS, SPECIAL_SCALES, SPECIAL_TILES
 
 PLAIN_SHARE = 0.25  # of a batch's problems are plain rows; the edge-case families share the rest
 NO_METADATA_SHARE = 0.25  # of plans (metadata "mixed") ask for no metadata

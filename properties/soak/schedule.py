@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from properties.soak.adapter import REFERENCE
+from properties.engine.compare import REFERENCE
 from properties.soak.compare import ModelMismatch, bits, cross_check, differing, sample
 from properties.soak.graphed import Draws
 from properties.soak.impls import FIELDS, run_model

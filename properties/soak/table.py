@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 BASELINE = "soak-h200-bench.json"  # 285b9d1: one graph of sequential launches, stages one after another

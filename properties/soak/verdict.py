@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from properties.soak.adapter import TOP_K
+from kernel.layout import TOP_K
 from properties.soak.compare import bits
 from properties.soak.impls import FIELDS
 

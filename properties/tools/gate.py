@@ -46,7 +46,7 @@ from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
 from properties.mutants import freshness
 from properties.tools import gpu_groups, profiles, progress
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
 PROGRESS_FILE = "progress.jsonl"
@@ -58,8 +58,6 @@ DEEP = "deep"  # the marker of the deep tests
 DEPTHS = {False: f"not {DEEP}", True: DEEP}  # --deep -> the marker expression pytest selects with
 NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
-PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", "flashinfer-python", "hypothesis",
-            "pytest", "pytest-xdist", "jsonschema")
 # Skips the gate accepts, by the start of their reason: a GPU check on a machine without CUDA (conftest.py
 # marks them), the FlashInfer build where nvcc or the sources are missing, the report's screenshot where Chromium
 # is absent. Any other skip fails the gate.
@@ -447,7 +445,7 @@ def _run(args, pytest_args):
                 "require_gpu": args.require_gpu, "flashinfer_build": parts.get("flashinfer build"),
                 "oracles_not_run": parts.get("oracle probes"), "mufu_tables": parts.get("mufu tables"),
                 "plugins": plugins, "kill_table": parts.get("kill table"), "require_fresh": args.require_fresh,
-                "tests": summary, "environment": {**provenance.record(PACKAGES), "host": provenance.host()}}
+                "tests": summary, "environment": {**provenance.record(), "host": provenance.host()}}
         if interrupted is not None:
             so_far = progress.read(scratch / PROGRESS_FILE)
             reasons = [f"interrupted by {interrupted} during {ticker.part} after {seconds:.0f} s "

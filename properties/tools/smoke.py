@@ -18,7 +18,7 @@ from oracles.provenance import cuda_reason
 from properties.engine import device
 from properties.engine.cases import RoutingCase
 from properties.inputs.families import batches, families, pooled_rows
-from properties.tools.args import OneLineParser
+from oracles.args import OneLineParser
 
 TILES = (1, 3, 8, 64, 256)
 SCALE = np.float32(2.5)

@@ -13,15 +13,21 @@ from pathlib import Path
 
 import numpy as np
 
+from properties.engine import casefile
+from properties.engine import implementations as registry
 from properties.soak import dist
-from properties.soak.adapter import FAULT_PREFIX, REFERENCE, REFERENCES, REGISTRY, NotRun, disagreements, save_case
+from properties.engine.builtins import FAULT_PREFIX
+from properties.engine.compare import REFERENCE, disagreements
+from properties.engine.implementations import REGISTRY
+from properties.engine.plugins import NotRun
+from properties.engine.references import REFERENCES
 from properties.soak.compare import ModelMismatch, disagreeing_problems, problem_case, problem_outputs
 from properties.soak.graphed import Draws
 from properties.soak import verdict
 from properties.soak.impls import FIELDS, Model, run_model
 from properties.soak.plan import Batch, Plan, Plans, Space
 from properties.soak.schedule import Pipeline, check_as_written, cross_check_flight, disagreeing
-from properties.soak.report import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance, write_summary
+from properties.soak.summary import SUMMARY_FORMAT, Progress, Tally, describe_device, provenance, write_summary
 
 SAVED_PER_BATCH = 2  # case files per implementation and batch; every disagreement is counted
 
@@ -65,7 +71,7 @@ def under_test(config):
     names = list(config.implementations) + [FAULT_PREFIX + fault for fault in config.faults]
     for name in names:
         if name not in REGISTRY:
-            known = [n for n in REGISTRY if n not in (*REFERENCES, "broken") and not n.startswith(FAULT_PREFIX)]
+            known = [*registry.GPU, *registry.plugin_names()]
             raise ValueError(f"implementation must be one of {known} or NAME=MODULE:ATTR, got {name!r}")
         reason = REGISTRY[name].unavailable()
         if reason is not None:
@@ -78,6 +84,13 @@ def implementations(config):
     from properties.soak.launches import Launched
 
     return [Launched(REGISTRY[name]) for name in under_test(config)]
+
+
+def save_case(directory, name, case, outputs, found, origin, references=None):
+    """Write a case file (casefile format) to ``directory/name`` (``references``: name -> its reference, as
+    casefile.recording keeps them); returns its path."""
+    record = casefile.CaseFile(case, outputs, casefile.recording(outputs, references), origin, found)
+    return casefile.write(directory / name, record)
 
 
 # A disagreement becomes a replayable case file of corpora/: the problem, minimised to one row where one row

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from properties.soak.adapter import environment
+from properties.engine.casefile import environment
 
 SUMMARY_FORMAT = "musespark-soak-summary/1"
 _COUNTERS = ("rows_by_family", "rows_by_variant", "rows_by_tile", "disagreements", "checked", "differing",

@@ -1,4 +1,4 @@
-"""``python -m properties.codegen.report``: compile every routing variant for sm_90a (no GPU needed) and print,
+"""``python -m properties.codegen.listing``: compile every routing variant for sm_90a (no GPU needed) and print,
 for each, its float-op counts, where its global loads stand relative to griddepcontrol.wait, the branches after the
 wait, and its registers, shared memory and local memory (spills) from the cubin."""
 

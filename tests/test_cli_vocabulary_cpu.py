@@ -1,0 +1,104 @@
+"""One vocabulary: every ``python -m`` command of properties/ and oracles/ spells a shared concept with the one flag
+of CONCEPTS and takes it the same way (``--impl`` a list everywhere). The parsers are read, not guessed: each
+command's ``main`` runs with ``ArgumentParser.parse_args`` replaced by a catch of the parser it was about to use
+(nothing after it runs), its subcommands' parsers included."""
+
+import argparse
+import importlib
+
+import pytest
+
+from oracles.provenance import REPO_ROOT
+
+# concept: (the one flag, spellings refused as a flag, last words refused in a longer flag such as --ncu-bs)
+CONCEPTS = {
+    "token counts": ("--b", ("--bs", "--batch-size", "--tokens", "--num-tokens"), ("bs", "tokens")),
+    "the GEMM tile": ("--tile", ("--tile-n", "--tiles", "--tile-size"), ("tile-n", "tile-size")),
+    "timed repeats": ("--repeats", ("--repetitions", "--reps", "--repeat"), ("repetitions", "reps")),
+    "implementations under test": ("--impl", ("--impls", "--implementation", "--implementations"), ()),
+    "the output file": ("--out", ("--output", "--summary", "--html", "--out-file", "--output-file"), ()),
+    "the device": ("--device", ("--gpu", "--cuda", "--dev", "--devices"), ()),
+}
+# Commands with subcommands that main dispatches itself, before any parser: the argv that reaches each.
+DISPATCHED = {"properties.mutants.__main__": (["replay"],)}
+
+
+class _Caught(Exception):
+    def __init__(self, parser):
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
+def _commands():
+    """Every module of properties/ and oracles/ that a ``python -m`` runs and that parses a command line."""
+    found = []
+    for root in ("properties", "oracles"):
+        for path in sorted((REPO_ROOT / root).rglob("*.py")):
+            text = path.read_text()
+            runnable = path.name == "__main__.py" or '__name__ == "__main__"' in text
+            if runnable and ".parse_args(" in text:
+                found.append(".".join(path.relative_to(REPO_ROOT).with_suffix("").parts))
+    return found
+
+
+COMMANDS = _commands()
+
+
+def _parsers(module, monkeypatch):
+    """The parsers ``module``'s main builds (its subcommands' too)."""
+    def catch(self, args=None, namespace=None):
+        raise _Caught(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", catch)
+    main = importlib.import_module(module).main
+    caught = []
+    for argv in ([], *DISPATCHED.get(module, ())):
+        with pytest.raises(_Caught) as info:
+            main(list(argv))
+        caught.append(info.value.parser)
+    parsers = []
+    while caught:
+        parser = caught.pop()
+        parsers.append(parser)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                caught.extend(action.choices.values())
+    return parsers
+
+
+def _options(parser):
+    return {flag: action for action in parser._actions for flag in action.option_strings if flag.startswith("--")}
+
+
+def test_the_commands_are_found():
+    assert {"properties.soak.__main__", "properties.replay", "properties.bench.cli", "properties.view",
+            "oracles.mufu.__main__"} <= set(COMMANDS)
+
+
+def _second_spellings(parser):
+    """One line per flag of ``parser`` that spells a concept of CONCEPTS otherwise than its one flag."""
+    return [f"{parser.prog}: {flag} spells {concept}, whose flag is {one}"
+            for flag in _options(parser) for concept, (one, refused, last_words) in CONCEPTS.items()
+            if flag in refused or any(flag.endswith("-" + word) for word in last_words)]
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_a_concept_has_one_flag(module, monkeypatch):
+    assert [line for parser in _parsers(module, monkeypatch) for line in _second_spellings(parser)] == []
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_impl_is_a_list_everywhere(module, monkeypatch):
+    for parser in _parsers(module, monkeypatch):
+        impl = _options(parser).get("--impl")
+        if impl is not None:
+            assert isinstance(impl, argparse._ExtendAction) and impl.nargs == "*", (
+                f"{parser.prog}: --impl must be a list (nargs='*', action='extend'), as in every command")
+
+
+def test_the_check_catches_a_second_spelling():
+    parser = argparse.ArgumentParser(prog="p")
+    for flag in ("--b", "--ncu-bs", "--summary", "--tile", "--out"):
+        parser.add_argument(flag)
+    assert _second_spellings(parser) == ["p: --ncu-bs spells token counts, whose flag is --b",
+                                         "p: --summary spells the output file, whose flag is --out"]
