@@ -29,12 +29,11 @@ def _python_files():
 
 # The rooms of properties/, lowest floor first (properties/__init__.py names them). A room imports itself and
 # the rooms of lower floors, never one of its own floor or above. A module's room is the longest name here that
-# it is or lies under, so tools/args.py (every command line's parser, oracles/args.py by its harness name)
-# stands on the ground floor while the rest of tools/ stands high; "properties" is the package's own
+# it is or lies under (properties.tools.gate stands in properties.tools); "properties" is the package's own
 # __init__.py alone. Every module of properties/ must stand in a room: a new package or loose module is placed
 # here first.
 PROPERTIES_FLOORS = (
-    ("properties", "properties.tools.args"),
+    ("properties",),
     ("properties.engine",),  # cases, implementations, comparison, case files, float32 bits, invariants
     # what the harness draws; the kernel's static checks; route's contract stated on its own
     ("properties.inputs", "properties.codegen", "properties.contract"),
@@ -127,7 +126,7 @@ def test_oracles_import_nothing_of_the_kernel_but_its_layout():
 
 
 def test_the_floor_reader_places_names_and_finds_an_import_upwards():
-    assert room_of("properties.tools.args.OneLineParser") == "properties.tools.args"
+    assert room_of("properties.engine.cases.RoutingCase") == "properties.engine"
     assert room_of("properties.tools.gate") == "properties.tools"
     assert room_of("properties") == "properties" and room_of("properties.loose") is None
     assert room_of("properties.engineering") is None
@@ -135,7 +134,7 @@ def test_the_floor_reader_places_names_and_finds_an_import_upwards():
         "properties.tools.gate imports properties.report.screenshot"]
     assert floor_offences("from properties.soak import plan\n", "properties.bench.cli") == [
         "properties.bench.cli imports properties.soak.plan"]
-    assert floor_offences("from properties.tools.args import OneLineParser\nimport properties\n"
+    assert floor_offences("from oracles.args import OneLineParser\nimport properties\n"
                           "from properties.engine import cases\n", "properties.inputs.x") == []
 
 

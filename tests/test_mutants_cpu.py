@@ -365,7 +365,7 @@ def test_a_run_that_reuses_probes_only_the_real_kernel_and_the_mutants_it_cannot
     monkeypatch.setattr(runner, "_pool_run", pool_run)
     monkeypatch.setattr(runner, "cuda_reason", lambda: None)
     monkeypatch.setattr(runner.freshness, "inputs", lambda: inputs)
-    monkeypatch.setattr(runner.provenance, "record", lambda packages: {"gpu": "a GPU", "commit": "c"})
+    monkeypatch.setattr(runner.provenance, "record", lambda: {"gpu": "a GPU", "commit": "c"})
     record = runner.run("gpu", [m.name for m in mutants], report=None, log=lambda line: None, reuse=table)
     assert record["verdict"] == "PASS", record["failures"]
     assert {name for name, _ in probed} == {"real", mutants[1].name}

@@ -58,7 +58,6 @@ _SHORT = 40  # characters of a refused value quoted in an error
 # The largest case file (b = 8, tile_n = 256, several distinct metadata values) is about 1 MB: a bigger file is
 # refused before it is read, so no JSON array of it is allocated.
 MAX_FILE_BYTES = 16 << 20
-PACKAGES = provenance.PACKAGES  # the harness's mutants (properties/mutants/runner.py) name it here
 
 
 def encode_words(words, fmt):

@@ -29,8 +29,8 @@ from properties.engine import casefile
 from properties.mutants import runner
 from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 MAX_JOBS = 64
 

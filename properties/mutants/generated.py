@@ -45,7 +45,6 @@ GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
 # Mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a run stopped at
 # its time budget waits for at most one batch per worker.
 BATCH = 8
-PACKAGES = ("nvidia-cutlass-dsl", "torch", "numpy", "hypothesis")
 # The code whose change can change a verdict besides the kernel: a resumed outcome is reused only when equal.
 HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "properties/codegen", "properties/contract",
            "properties/engine", "properties/inputs", "oracles")
@@ -75,7 +74,7 @@ DETECTED = ("killed", "not_viable", "crashed")
 
 def harness_digest(root=REPO_ROOT):
     """sha256 of the harness code that decides a verdict (HARNESS), and of the DSL's version."""
-    h = hashlib.sha256(str(record(PACKAGES)["packages"]).encode())
+    h = hashlib.sha256(str(record()["packages"]).encode())
     for entry in HARNESS:
         path = Path(root) / entry
         for file in sorted([path] if path.is_file() else path.rglob("*.py")):
@@ -156,7 +155,7 @@ class Run:
         self.deadline = None if seconds is None else time.perf_counter() + seconds
         self.stopped = False
         self.harness = harness_digest()
-        self.provenance, self.host = record(PACKAGES), host()
+        self.provenance, self.host = record(), host()
         self.lock = threading.Lock()
         previous = json.loads(Path(resume).read_text()) if resume else {"mutants": []}
         same_harness = previous.get("harness_digest") == self.harness

@@ -29,8 +29,8 @@ from oracles.provenance import record as provenance_record
 from properties.mutants import harness
 from properties.mutants.attribution import ENV as ATTRIBUTION_ENV
 from properties.mutants.catalog import MutantEditError
-from properties.tools import args as types
-from properties.tools.args import OneLineParser
+from oracles import args as types
+from oracles.args import OneLineParser
 
 RESULTS = REPO_ROOT / "properties" / "results" / "harness-mutants.json"  # the committed kill table
 DEFAULT_OUT = REPO_ROOT / "reports" / "harness-mutants.json"

@@ -249,7 +249,7 @@ def run(tier="auto", only=(), all_static=False, jobs=None, report=DEFAULT_REPORT
         real = run_probe(None, "replay", ["--case", *cases])
         if real.error or real.killed:
             failures.append(f"the real kernel mismatches saved minimal cases: {real.error or real.evidence[:5]}")
-    environment = provenance.record(casefile.PACKAGES)
+    environment = provenance.record()
     record = {"verdict": "FAIL" if failures else "PASS", "tier": tier, "tiers_run": list(tiers),
               "seconds": round(time.perf_counter() - started, 1), "failures": failures,
               "real": {t: {"passed": outcomes[("real", t)].killed is False, "error": outcomes[("real", t)].error,
