@@ -40,6 +40,9 @@ WHAT = {
         "`breakdown-h200-f3d1241.json`)",
     "bench-h200-f8423d7-same-session.json": "the full bench of the kernel before the trigger warp, in the session of "
         "`bench-h200-f3d1241.json` (commit corrected to the code that ran: see its `commit_note`)",
+    "bench-h100-3f173f5.json": "`make bench` on an H100 with route launching addresses and extents (the eager path's "
+        "change): eager with metadata 12.6-16.3 µs, its compiled call alone 4.2-9.2 µs and the signature 3.3-5.7 µs; "
+        "the 5 µs target not met; graph replay 1.60-1.61x flashinfer_pdl at b = 7, 8",
     "bench-h200.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench-h200.json`): "
         "its tables are below",
     "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
@@ -122,6 +125,12 @@ WHAT = {
     "verify-h100-f189379.json": "the gate on an H100: FAIL on the kill table's runner, not the kernel (see "
         "`mutants-h100-f189379.json`)",
     "verify-h100-f189379.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h100-3f173f5.json": "the default gate alone on an H100 (the GPU soak-interruption tests deselected, since moved "
+        "to the deep tests): 247 s wall, 1,824 passed and 428 GPU checks, FAIL on one test, the corpus Ctrl-C test "
+        "signalling during torch's import (fixed since: it signals once the command draws)",
+    "verify-h100-3f173f5.log": "the log of `verify-h100-3f173f5.json`, with the 40 slowest tests",
+    "verify-h100-3f173f5-tail.log": "the first default gate on the H100 at the same commit, stopped at 420 s: 1,834 of 1,835 "
+        "tests done at 320 s, the GPU soak-interruption tests its tail (289, 98 and 86 s each, measured alone)",
     "verify-h200-183c222.json": "an early whole gate on the H200",
     "verify-h200-1b1f355.json": "the newest PASS of the whole gate on the H200 (`make gpu-install` from the bundle "
         "parts, `VERIFY_REQUIRE_GPU=1 make verify`): every mutant killed, no oracle missing",
