@@ -1,9 +1,14 @@
 """SIGINT and SIGTERM for the long command lines: they end the command within seconds with one line and exit
 128 + the signal's number (130, 143), never a KeyboardInterrupt traceback; a loop that keeps a summary defers
-them to its next step, so that the summary it writes is whole and resumable."""
+them to its next step, so that the summary it writes is whole and resumable. A command whose work runs in child
+processes (the mutant probes, the harness mutants' copies) ends them first: a thread waiting on one would
+otherwise hold the command until the child finished."""
 
+import concurrent.futures
+import os
 import signal
 import sys
+from pathlib import Path
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -32,6 +37,7 @@ class Interrupts:
     def _handle(self, signum, frame):
         self.signum = signum
         if not self._defer:
+            end_children()
             raise Interrupted(signum)
 
     def __enter__(self):
@@ -57,6 +63,46 @@ class Interrupts:
     @property
     def exit_status(self):
         return 128 + self.signum if self.requested else None
+
+
+def children(pid=None):
+    """The process ids whose parent is ``pid`` (default: this process), read from /proc."""
+    pid = os.getpid() if pid is None else pid
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def end_children():
+    """SIGTERM to this process's children and theirs (a probe's compiler, a copy's pytest workers)."""
+    for child in children():
+        for grandchild in children(child):
+            _terminate(grandchild)
+        _terminate(child)
+
+
+def _terminate(pid):
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+class ThreadPool(concurrent.futures.ThreadPoolExecutor):
+    """A thread pool that, left by an exception (an interrupt), cancels the work not started and ends the child
+    processes of the work running before it waits, so the command ends in seconds; else it waits as usual."""
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.shutdown(wait=False, cancel_futures=True)
+            end_children()
+        return super().__exit__(exc_type, exc, tb)
 
 
 def run(prog, main, argv=None):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,7 @@ from oracles import interrupts
 from oracles.provenance import REPO_ROOT
 
 # The long commands other than the soak and the gate (which keep a summary of their own): each runs its main
-# through interrupts.run when started as python -m. The kernel and harness mutants (properties/mutants/) are not
-# yet among them.
+# through interrupts.run when started as python -m.
 LONG_COMMANDS = {
     "properties/bench/cli.py": "python -m properties.bench",
     "properties/bench/breakdown.py": "python -m properties.bench.breakdown",
@@ -24,6 +24,8 @@ LONG_COMMANDS = {
     "properties/corpus.py": "python -m properties.corpus",
     "properties/tools/smoke.py": "python -m properties.tools.smoke",
     "oracles/mufu/__main__.py": "python -m oracles.mufu",
+    "properties/mutants/__main__.py": "python -m properties.mutants",
+    "properties/mutants/harness_run.py": "python -m properties.mutants.harness_run",
 }
 END_WITHIN_S = 20
 STARTED_WITHIN_S = 120  # the imports (torch, the model) on a loaded machine
@@ -69,3 +71,41 @@ def test_ctrl_c_ends_the_corpus_generation_with_one_line(tmp_path):
     out, err = proc.communicate(timeout=END_WITHIN_S)
     assert proc.returncode == 130 and "Traceback" not in out + err, err[-2000:]
     assert err.strip().splitlines() == ["python -m properties.corpus: INTERRUPTED by SIGINT (exit 130)"]
+
+
+CHILD_WAITER = """
+import subprocess, sys
+from oracles import interrupts
+
+def main(argv):
+    with interrupts.ThreadPool(2) as pool:  # as the mutant runners wait on their probes: 2 running, 4 queued
+        sleep = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); time.sleep(600)"
+        futures = [pool.submit(subprocess.call, [sys.executable, "-c", sleep, f"{argv[0]}/{i}"]) for i in range(6)]
+        print("started", flush=True)
+        return sum(f.result() for f in futures)
+
+sys.exit(interrupts.run("waiter", main, sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("sig", (signal.SIGINT, signal.SIGTERM), ids=("SIGINT", "SIGTERM"))
+def test_a_command_waiting_on_child_processes_ends_them_and_itself_in_seconds(sig, tmp_path):
+    """A signal to the command alone (not its process group): the work running in its children ends with it, the
+    work queued never starts, and it ends in one line."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD_WAITER, str(tmp_path)], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert proc.stdout.readline().strip() == "started"
+    deadline = time.monotonic() + STARTED_WITHIN_S
+    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sleepers = interrupts.children(proc.pid)
+    assert len(sleepers) == 2
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=END_WITHIN_S)
+    assert proc.returncode == 128 + sig and err.strip().splitlines() == [
+        f"waiter: INTERRUPTED by {signal.Signals(sig).name} (exit {128 + sig})"], err
+    time.sleep(0.5)
+    assert len(list(tmp_path.iterdir())) == 2, "queued work started after the signal"
+    assert not [pid for pid in sleepers if Path(f"/proc/{pid}").exists()
+                and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]

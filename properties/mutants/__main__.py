@@ -30,6 +30,7 @@ from properties.mutants import runner
 from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
 from oracles import args as types
+from oracles import interrupts
 from oracles.args import OneLineParser
 
 MAX_JOBS = 64
@@ -137,4 +138,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.mutants", main))

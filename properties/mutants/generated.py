@@ -34,6 +34,7 @@ import threading
 import time
 from pathlib import Path
 
+from oracles import interrupts
 from oracles.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
 from properties.mutants import generate, probe, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
@@ -210,7 +211,7 @@ class Run:
     def _workers(self, plans):
         """Run the prefilter worker on each plan at once; the JSON lines of each. A worker that dies (a mutant
         whose compile crashes the process) gives that mutant an error line and a fresh worker takes the rest."""
-        with concurrent.futures.ThreadPoolExecutor(max(1, len(plans))) as pool:
+        with interrupts.ThreadPool(max(1, len(plans))) as pool:
             return list(pool.map(self._worker, plans))
 
     def out_of_time(self):
@@ -283,7 +284,7 @@ class Run:
         plans = [{"coverage": None, "mutants": [j for _, j in jobs[i::count]] + [real_check]} for i in range(count)]
         self.log(f"generated: prefilter of {len(jobs)} mutants, {count} batches, {self.jobs} workers at a time")
         started = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+        with interrupts.ThreadPool(self.jobs) as pool:
             for future in concurrent.futures.as_completed([pool.submit(self._worker, plan) for plan in plans]):
                 with self.lock:
                     self._absorb(future.result(), real)
@@ -367,7 +368,7 @@ class Run:
                     self.failures.append(f"the real kernel fails the {t} tier: {o.error or o.evidence[:5]}")
                     return
         self.log(f"generated: {len(chains)} mutants through tiers {used}")
-        with concurrent.futures.ThreadPoolExecutor(max(1, self.jobs)) as pool:
+        with interrupts.ThreadPool(max(1, self.jobs)) as pool:
             list(pool.map(lambda chain: self._chain(*chain), chains))
 
     def _chain(self, mutant, plan):

@@ -13,7 +13,6 @@ tree passes, at least one mutant ran and every mutant is killed. Every argument 
 """
 
 import argparse
-import concurrent.futures
 import hashlib
 import json
 import os
@@ -30,6 +29,7 @@ from properties.mutants import harness
 from properties.mutants.attribution import ENV as ATTRIBUTION_ENV
 from properties.mutants.catalog import MutantEditError
 from oracles import args as types
+from oracles import interrupts
 from oracles.args import OneLineParser
 
 RESULTS = REPO_ROOT / "properties" / "results" / "harness-mutants.json"  # the committed kill table
@@ -138,7 +138,7 @@ def run(names=(), jobs=DEFAULT_JOBS, out=DEFAULT_OUT, log=print):
     real = run_one(None, killers)
     log(f"real tree: {real['verdict']} ({len(killers)} intended tests, {real['seconds']} s)")
     rows = []
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+    with interrupts.ThreadPool(jobs) as pool:
         for mutant, result in zip(mutants, pool.map(lambda m: run_one(m, m.killers), mutants)):
             log(f"  {mutant.name:34s} {result['verdict']:9s} {result['seconds']:6.1f} s")
             rows.append({"mutant": mutant.name, "target": mutant.target, "description": mutant.description,
@@ -180,4 +180,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.mutants.harness_run", main))

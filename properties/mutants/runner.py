@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oracles import provenance
+from oracles import interrupts, provenance
 from oracles.provenance import REPO_ROOT, cuda_reason, utc_now
 from properties.engine import casefile
 from properties.mutants import freshness
@@ -189,7 +189,7 @@ def table(rows):
 def _pool_run(work, jobs, log):
     """{(name, tier): Outcome} of run_probe over ``work`` [(mutant or None, tier, extra args)], ``jobs`` at a time."""
     outcomes = {}
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+    with interrupts.ThreadPool(jobs) as pool:
         futures = {pool.submit(run_probe, mutant, tier, extra): (mutant.name if mutant else "real", tier)
                    for mutant, tier, extra in work}
         for future in concurrent.futures.as_completed(futures):
