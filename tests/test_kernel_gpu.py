@@ -230,12 +230,18 @@ def test_runs_on_the_current_stream():
     family = FAMILIES[-1]
     buffers = device.buffers(case_of("behind a sleep", family.rows[:7], family.bias, SCALE, True))
     torch.cuda.synchronize()
+    _launch_behind_a_sleep(buffers, "route")
+
+
+def _launch_behind_a_sleep(buffers, what):
+    """Launch ``buffers`` behind a long sleep on a side stream: right after it the default stream still sees the
+    poison, and once the side stream is done the outputs are the model's."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         torch.cuda._sleep(50_000_000)
         device.launch(buffers)
     with torch.cuda.stream(torch.cuda.default_stream()):
-        assert (buffers.ids_all.cpu() == IDS_POISON).all(), "route did not wait behind its stream's work"
+        assert (buffers.ids_all.cpu() == IDS_POISON).all(), f"{what} did not wait behind its stream's work"
     stream.synchronize()
     lines = buffers.mismatches()
     assert not lines, "\n".join(lines)
@@ -275,15 +281,7 @@ def test_a_repeated_call_runs_on_the_current_stream():
     torch.cuda.synchronize()
     buffers.poison()
     torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        torch.cuda._sleep(50_000_000)
-        device.launch(buffers)
-    with torch.cuda.stream(torch.cuda.default_stream()):
-        assert (buffers.ids_all.cpu() == IDS_POISON).all(), "the cached call did not wait behind its stream's work"
-    stream.synchronize()
-    lines = buffers.mismatches()
-    assert not lines, "\n".join(lines)
+    _launch_behind_a_sleep(buffers, "the cached call")
 
 
 def test_a_call_made_while_another_device_is_current_launches_from_the_logits_device(monkeypatch):
