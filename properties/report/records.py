@@ -42,7 +42,8 @@ WHAT = {
         "`bench-h200-f3d1241.json` (commit corrected to the code that ran: see its `commit_note`)",
     "bench-h100-3f173f5.json": "`make bench` on an H100 with route launching addresses and extents (the eager path's "
         "change): eager with metadata 12.6-16.3 µs, its compiled call alone 4.2-9.2 µs and the signature 3.3-5.7 µs; "
-        "the 5 µs target not met; graph replay 1.60-1.61x flashinfer_pdl at b = 7, 8",
+        "the 5 µs target not met; graph replay 1.18-1.44x flashinfer_pdl (1.3x not met at b = 3 and 5 on this GPU), "
+        "the PDL chain 1.39-1.63x",
     "bench-h200.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench-h200.json`): "
         "its tables are below",
     "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
