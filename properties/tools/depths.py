@@ -40,6 +40,13 @@ DEEP = (
     Deep("tests/test_mutants_cpu.py::test_the_real_kernel_passes_the_contract_cpu_tier",
          "a real contract failing the mutants' contract probe",
          "tests/test_contract_property_cpu.py runs the same property on the real contract"),
+    Deep("tests/test_mutants_generated_cpu.py::test_a_pure_refactor_keeps_the_kernels_ptx_and_a_mutants_static_verdict",
+         "a refactor of a kernel copy that changes its PTX or a generated mutant's static verdict (compiles both)",
+         "tests/test_mutants_generated_cpu.py::test_a_pure_refactor_keeps_every_mutants_name_and_edit"),
+    Deep("tests/test_mutants_generated_cpu.py::test_every_mutant_changes_the_syntax_tree_and_edits_its_segment_alone",
+         "a generated mutant that is a no-op or edits beyond its segment (every mutant's file parsed again)",
+         "deep alone: the generated set is the deep tests' own input; its names, order and selection are checked by "
+         "default"),
     Deep("tests/test_clean_tree_cpu.py::test_default_forms_leave_git_status_clean",
          "a command whose default form rewrites a tracked file (every command, run in a clone)",
          "deep alone: it exercises the commands' output paths, not routing bits; CI's harness mutant "
