@@ -126,6 +126,9 @@ WHAT = {
     "verify-h100-f189379.json": "the gate on an H100: FAIL on the kill table's runner, not the kernel (see "
         "`mutants-h100-f189379.json`)",
     "verify-h100-f189379.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
+        "its CI run: the default tests' CPU tier in 291 s wall (5 minutes asked), FAIL on one test, the corpus Ctrl-C "
+        "test's command not ending within 20 s of SIGINT under the full suite's load (it passes alone and in make test)",
     "verify-h100-3f173f5.json": "the default gate alone on an H100 (the GPU soak-interruption tests deselected, since moved "
         "to the deep tests): 247 s wall, 1,824 passed and 428 GPU checks, FAIL on one test, the corpus Ctrl-C test "
         "signalling during torch's import (fixed since: it signals once the command draws)",
