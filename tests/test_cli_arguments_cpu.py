@@ -30,6 +30,7 @@ MAIN = {
     "properties.soak": "properties.soak.__main__:main",
     "properties.soak.table": "properties.soak.table:main",
     "properties.report.records": "properties.report.records:main",
+    "properties.tools.depths": "properties.tools.depths:main",
     "properties.bench": "properties.bench.cli:main",
     "properties.bench.breakdown": "properties.bench.breakdown:main",
     "properties.bench.variants": "properties.bench.variants:main",
@@ -61,6 +62,8 @@ ROWS = [
     # ---- the results index
     ("properties.report.records", ["--bogus"], "--bogus", PROCESS),
     ("properties.report.records", ["--update-readme", "extra"], "extra"),
+    # ---- the deep tests' table
+    ("properties.tools.depths", ["--bogus"], "--bogus", PROCESS),
     # ---- soak
     ("properties.soak", [*SOAK_CPU, "--rows", "0"], "--rows", PROCESS),
     ("properties.soak", [*SOAK_CPU, "--rows", "-5"], "--rows"),

@@ -8,7 +8,10 @@ test that exists and that the README's table is this list.
     python -m properties.tools.depths     # the README's table, in Markdown
 """
 
+import sys
 from dataclasses import dataclass
+
+from oracles.args import OneLineParser
 
 KILL_TABLE_ALONE = ("the kill table alone: a mutant is a wrong kernel that every default check must catch, and the "
                     "gate reports whether the committed kill table was made for this tree")
@@ -100,5 +103,12 @@ def is_deep(nodeid):
     return any(nodeid == d.test or nodeid.startswith(d.test + "[") for d in DEEP)
 
 
-if __name__ == "__main__":
+def main(argv=None):
+    """Print the table; no options (one line and exit 2 for any)."""
+    OneLineParser(prog="python -m properties.tools.depths", description=__doc__).parse_args(argv)
     print(table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
