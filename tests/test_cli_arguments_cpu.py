@@ -62,6 +62,8 @@ ROWS = [
     # ---- the results index
     ("properties.report.records", ["--bogus"], "--bogus", PROCESS),
     ("properties.report.records", ["--update-readme", "extra"], "extra"),
+    # ---- the kill table's reuse
+    ("properties.mutants", ["--tier", "cpu", "--reuse", "README.md"], "--reuse"),
     # ---- the deep tests' table
     ("properties.tools.depths", ["--bogus"], "--bogus", PROCESS),
     # ---- soak

@@ -125,6 +125,15 @@ def main(argv=None):
     if args.tier == "gpu" and cuda_reason():
         parser.error(f"--tier gpu: {cuda_reason()}")
     tier = args.tier if args.tier != "auto" else "cpu" if cuda_reason() else "gpu"
+    if args.reuse is not None:
+        if tier != "gpu":
+            parser.error(f"--reuse: a kill table's rows are reused by the GPU tier alone, not --tier {tier}")
+        try:
+            table = types.read_json_object(args.reuse)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"--reuse: {exc}")
+        if not isinstance(table.get("mutants"), list) or "inputs" not in table:
+            parser.error(f"--reuse: {args.reuse} is not a kill table (no mutants and inputs)")
     selected = [m for m in CATALOG if not args.only or m.name in args.only]
     tiers = runner.tiers_of(tier)
     if not any(mutant for mutant, _ in runner.plan(selected, tiers, args.all)):
