@@ -16,6 +16,7 @@ compile) gives its error.
 import ast
 import json
 import sys
+import tempfile
 import time
 import traceback
 from collections import defaultdict
@@ -102,7 +103,8 @@ def coverage(kernel_dir):
     routing, imported = tracer.run(lambda: _import_copy(kernel_dir))
     variants = {}
     for key in routing.VARIANT_KEYS:
-        _, lines = tracer.run(lambda: routing.compile_artifacts(key[0], key[1], tokens=key[2]))
+        with tempfile.TemporaryDirectory(prefix="coverage-") as folder:
+            _, lines = tracer.run(lambda: routing.compile_artifacts(key[0], key[1], folder, tokens=key[2]))
         variants[probe.variant_name(*key)] = lines
     _, launches = tracer.run(probe.launch_digest)
     merge = defaultdict(set)
