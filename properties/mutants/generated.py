@@ -182,12 +182,11 @@ class Run:
     def write(self):
         if self.out is None:
             return
-        with self.lock:
-            data = self.record()
-        Path(self.out).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(str(self.out) + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
-        tmp.replace(self.out)
+        with self.lock:  # probes finish on several threads: one writer at a time, or two share the .tmp file
+            Path(self.out).parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(str(self.out) + ".tmp")
+            tmp.write_text(json.dumps(self.record(), indent=1) + "\n")
+            tmp.replace(self.out)
 
     def record(self):
         rows = [self.rows[m.name] for m in self.mutants]
