@@ -42,9 +42,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # HYPOTHESIS_PROFILE (ci, dev, gate, gpu, nightly) and PYTEST_ARGS (e.g. "-k corpus", "--hypothesis-seed=N" with a
-# non-derandomized profile) reach both. `make test` runs the default tests (not the deep ones: properties/tools/depths.py).
-test: $(STAMP) ## the default tests under HYPOTHESIS_PROFILE (default ci) with PYTEST_ARGS; writes nothing tracked
-	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) -m "not deep" $(PYTEST_ARGS)
+# non-derandomized profile) reach both. `make test` runs the default tests and the harness's slow self-tests (not
+# the other deep ones: properties/tools/depths.py).
+test: $(STAMP) ## the default tests and the slow self-tests under HYPOTHESIS_PROFILE (default ci) with PYTEST_ARGS; writes nothing tracked
+	$(PY) -m pytest -n auto -p no:cacheprovider --hypothesis-profile=$(or $(HYPOTHESIS_PROFILE),ci) -m "not deep or selftest" $(PYTEST_ARGS)
 
 # reports/index.html (python -m properties.report; REPORT_ARGS e.g. "--out FILE"): written after verify, soak and
 # bench whatever they returned ($(call and_report,ARGS) keeps their exit status) but a refusal (exit 2: nothing

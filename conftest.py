@@ -133,7 +133,9 @@ def pytest_runtest_call(item):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if depths.is_deep(item.nodeid):
-            item.add_marker(pytest.mark.deep)
+            item.add_marker(depths.DEEP_MARKER)
+        if depths.is_self_test(item.nodeid):
+            item.add_marker(depths.SELF_TEST_MARKER)
     items.sort(key=lambda item: "long" not in item.keywords)  # stable: the long tests first, each in its order
     reason = cuda_reason()
     if reason is None:

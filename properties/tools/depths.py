@@ -1,9 +1,15 @@
-"""The deep tests: the tests that run in `make verify-deep` alone, each with what it catches and what still
-catches that in the default gate (`make verify`, `make test`), or why the deep tests alone are enough.
+"""The deep tests: the tests that leave the default gate (`make verify`) for `make verify-deep`, each with what it
+catches and what still catches that by default, or why the deep tests alone are enough.
 
-conftest.py marks every test named here ``deep`` (a test id, or a test function with all its parameters), so this
-list is the one place a test leaves the default gate; tests/test_depths_cpu.py checks that each entry names a
-test that exists and that the README's table is this list.
+Two kinds. DEEP: the kill tables, the long sweeps and end-to-end runs whose catch a default test still makes;
+they leave `make test` too. SELF_TESTS: the harness's slow end-to-end self-tests (its commands run in
+subprocesses on the model or a planted fault, never on the kernel, so no kernel change can change their outcome);
+`make test` (CI, every commit) still runs them, the gate a kernel engineer runs before each commit does not.
+
+conftest.py marks every test named here ``deep`` and each self-test also ``selftest`` (an entry is a test id, a
+test function with all its parameters, or a test file with all its tests), so this list is the one place a test
+leaves the default gate; tests/test_depths_cpu.py checks that each entry names a test that exists, that the
+markers select exactly these, and that the README's tables are this list.
 
     python -m properties.tools.depths     # the README's table, in Markdown
 """
@@ -13,18 +19,25 @@ from dataclasses import dataclass
 
 from oracles.args import OneLineParser
 
+DEEP_MARKER, SELF_TEST_MARKER = "deep", "selftest"
+MAKE_TEST = f"not {DEEP_MARKER} or {SELF_TEST_MARKER}"  # `make test`'s marker expression: the default tests and the self-tests
 KILL_TABLE_ALONE = ("the kill table alone: a mutant is a wrong kernel that every default check must catch, and the "
                     "gate reports whether the committed kill table was made for this tree")
 
 
 @dataclass(frozen=True)
 class Deep:
-    """``test``: a pytest node id without parameters (all of them) or with one; ``catches``: what it finds;
-    ``still``: the default test that still finds it, or why the deep tests alone are enough."""
+    """``test``: a pytest node id without parameters (all of them), with one, or a test file (all its tests);
+    ``catches``: what it finds; ``still``: the default test that still finds it, or why the deep tests alone are
+    enough."""
 
     test: str
     catches: str
     still: str
+
+    def names(self, nodeid):
+        """True when this entry names test ``nodeid``."""
+        return nodeid == self.test or nodeid.startswith(self.test + ("[" if "::" in self.test else "::"))
 
 
 DEEP = (
@@ -80,27 +93,79 @@ DEEP = (
     Deep("tests/test_soak_interrupt_gpu.py::test_a_kernel_soak_interrupted_resumed_killed_and_resumed_verifies_every_batch_once",
          "a kernel soak on the GPU that loses or repeats a batch across SIGINT, --resume, SIGKILL and --resume (minutes: "
          "five soak processes, each compiling the kernel)",
-         "tests/test_soak_interrupt_cpu.py runs the same sequence with the model on the CPU"),
+         "tests/test_soak_interrupt_cpu.py runs the same sequence with the model on the CPU (make test)"),
     Deep("tests/test_soak_interrupt_gpu.py::test_a_signal_ends_a_kernel_soak_in_seconds_with_one_line_and_a_whole_summary",
          "a kernel soak on the GPU that a signal does not end in seconds with a whole summary",
-         "tests/test_soak_interrupt_cpu.py::test_a_signal_ends_the_soak_in_seconds_with_one_line_and_a_whole_summary"),
+         "tests/test_soak_interrupt_cpu.py::test_a_signal_ends_the_soak_in_seconds_with_one_line_and_a_whole_summary "
+         "(make test)"),
     Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
          "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
          "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),
 )
 
+SELF_TEST = "make test (CI, every commit); deep for the gate: it never runs the kernel"
+SELF_TESTS = tuple(Deep(test, catches, SELF_TEST) for test, catches in (
+    ("tests/test_cli_arguments_cpu.py", "a command line that answers a bad argument with a traceback, or after work"),
+    ("tests/test_casefile_cpu.py::test_replay_exit_codes_are_distinct", "replay's exit codes run together"),
+    ("tests/test_casefile_cpu.py::test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2",
+     "replay reading a corrupt case file"),
+    ("tests/test_casefile_not_run_cpu.py", "replay calling an implementation that cannot run unreadable"),
+    ("tests/test_casefile_strict_cpu.py::test_a_key_given_twice_is_refused_by_each_command_as_run",
+     "a command taking a case file with a key given twice"),
+    ("tests/test_depths_cpu.py::test_the_markers_select_exactly_the_listed_tests_and_each_entry_names_one",
+     "a deep or self-test entry naming no test, or a marker selecting another"),
+    ("tests/test_gate_cpu.py::test_a_gate_whose_selection_ran_no_test_fails_and_does_not_say_every_check_ran",
+     "a gate that ran nothing passing"),
+    ("tests/test_gate_cpu.py::test_bad_options_give_one_line_and_exit_2_before_anything_is_written",
+     "the gate taking a bad option, or writing before refusing it"),
+    ("tests/test_gate_cpu.py::test_the_long_tests_are_collected_first_and_the_workers_steal_work",
+     "the gate's long tests collected last"),
+    ("tests/test_gate_cpu.py::test_a_module_skipped_at_collection_is_counted_as_a_skip",
+     "a module skipped at collection not counted"),
+    ("tests/test_gate_progress_cpu.py", "a gate that goes quiet, or hides a failure until its end"),
+    ("tests/test_gate_promises_cpu.py", "the gate's and make test's promises (exit codes, variables, reports) broken"),
+    ("tests/test_interrupts_cpu.py", "a command that a signal does not end in seconds with one line"),
+    ("tests/test_plugins_cpu.py::test_a_cpu_plugin_soaks_and_its_case_file_replays_against_it_by_name",
+     "a plug-in that cannot be soaked and replayed by name"),
+    ("tests/test_plugins_cpu.py::test_the_verdict_counts_every_differing_row_and_weight",
+     "a plug-in's verdict miscounting rows or weights"),
+    ("tests/test_product_cpu.py::test_mutants_cli_needs_cuda_for_the_gpu_tier_and_replay_has_help",
+     "the mutants command running its GPU tier without CUDA"),
+    ("tests/test_product_cpu.py::test_mutants_cli_misuse_is_one_line_and_exit_2", "the mutants command misused"),
+    ("tests/test_soak_interrupt_cpu.py", "a soak that loses or repeats a batch across signals and --resume"),
+    ("tests/test_soak_schedule_cpu.py", "the soak's pipeline retiring batches out of order or miscounting"),
+))
 
-def table():
-    """The deep tests as a Markdown table: test, what it catches, what still catches it by default."""
-    lines = ["| deep test | what it catches | still caught by default, or why deep alone |", "|---|---|---|"]
-    lines += [f"| `{d.test.split('::')[1]}` ({d.test.split('::')[0].removeprefix('tests/')}) | {d.catches} | {d.still} |"
-              for d in DEEP]
-    return "\n".join(lines)
+
+def entry(nodeid):
+    """The deep test or self-test entry naming ``nodeid``, or None (a default test)."""
+    return next((e for e in DEEP + SELF_TESTS if e.names(nodeid)), None)
 
 
 def is_deep(nodeid):
-    """True when test ``nodeid`` (with or without parameters) is one of DEEP's."""
-    return any(nodeid == d.test or nodeid.startswith(d.test + "[") for d in DEEP)
+    """True when test ``nodeid`` (with or without parameters) leaves the default gate."""
+    return entry(nodeid) is not None
+
+
+def is_self_test(nodeid):
+    """True when test ``nodeid`` is one of the harness's slow self-tests (make test still runs it)."""
+    return any(e.names(nodeid) for e in SELF_TESTS)
+
+
+def table():
+    """The deep tests as a Markdown table (test, what it catches, what still catches it), then the self-tests as
+    one paragraph (test: what it catches)."""
+    lines = ["| deep test | what it catches | still caught by default, or why deep alone |", "|---|---|---|"]
+    lines += [f"| {_cell(d.test)} | {d.catches} | {d.still} |" for d in DEEP]
+    lines += ["", f"The harness's slow self-tests ({SELF_TEST}): "
+              + "; ".join(f"{_cell(d.test)}: {d.catches}" for d in SELF_TESTS) + "."]
+    return "\n".join(lines)
+
+
+def _cell(test):
+    """A table's test cell: `name` (file), or the file alone for a whole file."""
+    path, _, name = test.partition("::")
+    return f"`{name}` ({path.removeprefix('tests/')})" if name else f"every test of {path.removeprefix('tests/')}"
 
 
 def main(argv=None):

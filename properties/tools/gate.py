@@ -45,7 +45,7 @@ from oracles.mufu import recheck
 from oracles.provenance import REPO_ROOT as ROOT
 from oracles.provenance import cuda_reason
 from properties.mutants import freshness
-from properties.tools import gpu_groups, profiles, progress
+from properties.tools import depths, gpu_groups, profiles, progress
 from oracles.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
@@ -54,8 +54,7 @@ STOP_GRACE_S = 10  # after SIGTERM, pytest's process group gets this long before
 INTERRUPTS = (signal.SIGTERM, signal.SIGINT)
 INCOMPLETE = "INCOMPLETE"
 PARTS = ("flashinfer build", "oracle probes", "mufu tables", "kill table", "tests")
-DEEP = "deep"  # the marker of the deep tests
-DEPTHS = {False: f"not {DEEP}", True: DEEP}  # --deep -> the marker expression pytest selects with
+DEPTHS = {False: f"not {depths.DEEP_MARKER}", True: depths.DEEP_MARKER}  # --deep -> the marker expression pytest selects with
 NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
 # Skips the gate accepts, by the start of their reason: a GPU check on a machine without CUDA (conftest.py
