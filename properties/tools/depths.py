@@ -98,6 +98,11 @@ DEEP = (
          "a kernel soak on the GPU that a signal does not end in seconds with a whole summary",
          "tests/test_soak_interrupt_cpu.py::test_a_signal_ends_the_soak_in_seconds_with_one_line_and_a_whole_summary "
          "(make test)"),
+    Deep("tests/test_flashinfer_oracle_gpu.py::test_flashinfer_matches_numpy_model",
+         "FlashInfer's metadata and the model's differing at any of tiles 1..256 over fixed id sets and rank ranges "
+         "(about 9,000 library launches per b; no kernel runs)",
+         "tests/test_cross_oracles_gpu.py::test_kernel_metadata_equals_flashinfer_fed_the_kernels_ids and the "
+         "kernel-against-model metadata tests: a wrong oracle or model breaks a kernel comparison"),
     Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
          "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
          "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),
