@@ -10,9 +10,9 @@ from properties.tools.gpu_groups import device_of, pin_worker, workers, workers_
 
 
 @pytest.mark.parametrize("gpus, cpus, per_gpu", [
-    (1, 16, 12),  # one H200 runner of 16 cores: 14 left, at most 12
+    (1, 16, 14),  # one H200 runner of 16 cores: 14 left
     (1, 8, 6), (1, 2, 1), (1, 1, 1),  # small hosts: never fewer than one
-    (2, 32, 12), (2, 16, 7), (8, 128, 12), (8, 32, 3), (3, 16, 4),
+    (1, 64, 16), (2, 32, 15), (2, 16, 7), (8, 128, 15), (8, 32, 3), (3, 16, 4),
 ])
 def test_workers_per_gpu_come_from_the_cores_left_shared_over_the_gpus(gpus, cpus, per_gpu):
     assert workers_per_gpu(gpus, cpus) == per_gpu

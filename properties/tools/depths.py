@@ -103,6 +103,18 @@ DEEP = (
          "(about 9,000 library launches per b; no kernel runs)",
          "tests/test_cross_oracles_gpu.py::test_kernel_metadata_equals_flashinfer_fed_the_kernels_ids and the "
          "kernel-against-model metadata tests: a wrong oracle or model breaks a kernel comparison"),
+    Deep("tests/test_soak_gpu.py",
+         "the soak's GPU machinery: its compiled model, graphed draws, pipelined batches and planted faults (minutes "
+         "of compiles and batches)",
+         "deep alone: they test the soak, which runs in make verify-nightly; tests/test_soak_cpu.py checks the "
+         "soak's counts, faults and case files by default"),
+    Deep("tests/test_flashinfer_model_gpu.py::test_the_library_equals_its_model_on_every_generator",
+         "the benchmark peer (FlashInfer's fused routing) differing from its model on a drawn row",
+         "deep alone: the peer is the benchmark's, no oracle; "
+         "test_the_library_equals_its_model_on_the_bench_inputs checks it on the inputs the bench times"),
+    Deep("tests/test_flashinfer_model_gpu.py::test_the_model_on_cuda_tensors_equals_its_numpy_form",
+         "the soak's form of the model (CUDA tensors, as written and compiled) differing from the NumPy model",
+         "deep alone: only the soak runs that form, in make verify-nightly"),
     Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
          "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
          "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),

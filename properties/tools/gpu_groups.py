@@ -7,7 +7,7 @@ gets GPU ``N mod gpus``, so every GPU gets the same number of workers whatever t
 library only: it runs first thing in the root conftest.
 """
 
-MAX_WORKERS_PER_GPU = 12
+MAX_WORKERS_PER_GPU = 16  # past this many processes, one GPU's queue, not the cores, sets the pace
 RESERVED_CPUS = 2  # for the pytest controller and the GPU's driver threads
 GPUS_ENV = "GATE_GPUS"
 WORKER_ENV = "PYTEST_XDIST_WORKER"  # "gw0", "gw1", ... set by pytest-xdist in each worker
