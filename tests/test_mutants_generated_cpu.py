@@ -8,7 +8,10 @@ called equivalent by its digests. The score counts each verdict per function and
 """
 
 import ast
+import concurrent.futures
+import json
 import shutil
+import threading
 
 import pytest
 
@@ -203,3 +206,22 @@ def test_every_mutant_is_reached_through_the_first_line_of_a_statement():
         assert generated.lines_of(m, spans[m.target]) & firsts, m.name
     inside = [m for m in MUTANTS if m.start[0] not in {span[2] for span in spans[m.target]}]
     assert inside, "no mutant sits inside a statement of several lines: the check above proves nothing"
+
+
+class _Writer(generated.Run):
+    """A Run whose record is a fixed document (no generation, no digests), written to ``out``."""
+
+    def __init__(self, out):
+        self.out, self.lock = out, threading.Lock()
+
+    def record(self):
+        return {"mutants": [{"mutant": f"m{i}", "verdict": "killed"} for i in range(200)]}
+
+
+def test_probes_finishing_together_each_write_the_whole_record(tmp_path):
+    """Probes finish on several threads and each writes the record: no write may lose another's file."""
+    run = _Writer(tmp_path / "record.json")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: run.write(), range(200)))
+    assert json.loads(run.out.read_text()) == run.record()
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
