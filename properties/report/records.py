@@ -126,6 +126,9 @@ WHAT = {
     "verify-h100-f189379.json": "the gate on an H100: FAIL on the kill table's runner, not the kernel (see "
         "`mutants-h100-f189379.json`)",
     "verify-h100-f189379.log": "the gate's console log (its summary: the .json of the same name)",
+    "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
+        "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
+        "file its verdicts depend on",
     "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
         "its CI run: the default tests' CPU tier in 291 s wall (5 minutes asked), FAIL on one test, the corpus Ctrl-C "
         "test's command not ending within 20 s of SIGINT under the full suite's load (it passes alone and in make test)",
