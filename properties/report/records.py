@@ -129,9 +129,19 @@ WHAT = {
     "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
         "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
         "file its verdicts depend on",
+    "mutants-generated-h100-243dcff-partial.json": "the generated mutants' first GPU run, stopped by a crash of its "
+        "record writer after the CPU prefilter (294 s on 16 workers): 931 mutants at 523 sites, 37 killed by the "
+        "static tier, 48 not viable, 45 equivalent by their digests, 801 still to run through the tiers that call "
+        "route (`--resume` takes it)",
+    "verify-cpu-2core-1713650.json": "`make verify` on this project's 2-core CPU machine once the harness's slow "
+        "self-tests left the default gate: the CPU tier PASS in 113 s wall (122 s with the report; 5 minutes asked)",
     "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
         "its CI run: the default tests' CPU tier in 291 s wall (5 minutes asked), FAIL on one test, the corpus Ctrl-C "
         "test's command not ending within 20 s of SIGINT under the full suite's load (it passes alone and in make test)",
+    "verify-h100-ccef250.json": "the default gate on an H100 after the tiers' split (self-tests, soak machinery and "
+        "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
+        "1,623 passed, 0 GPU checks not run, the kill table fresh",
+    "verify-h100-ccef250.log": "the log of `verify-h100-ccef250.json`, with the 40 slowest tests",
     "verify-h100-3f173f5.json": "the default gate alone on an H100 (the GPU soak-interruption tests deselected, since moved "
         "to the deep tests): 247 s wall, 1,824 passed and 428 GPU checks, FAIL on one test, the corpus Ctrl-C test "
         "signalling during torch's import (fixed since: it signals once the command draws)",
