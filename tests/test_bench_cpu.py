@@ -115,14 +115,16 @@ def test_readme_table_has_a_row_per_b_with_each_median_and_minimum():
     assert "commit abc" in text
 
 
-def test_readme_block_is_replaced_in_place_and_appended_once():
-    readme = "# Title\n\ntext\n"
-    once = results_file.replace_readme_block(readme, "table one\n")
-    assert results_file.readme_block(once) == "table one\n" and once.startswith(readme.rstrip("\n"))
-    twice = results_file.replace_readme_block(once, "table two\n")
-    assert results_file.readme_block(twice) == "table two\n"
-    assert twice.count(results_file.README_BEGIN) == 1 and twice.replace("two", "one") == once
-    assert results_file.readme_block(readme) is None
+def test_readme_block_is_replaced_in_place_and_a_readme_without_one_is_refused():
+    block = results_file.README_BLOCK
+    readme = f"# Title\n\n{block.begin}\nold\n{block.end}\n\ntext\n"
+    once = block.replace(readme, "table one\n")
+    assert block.read(once) == "table one" and once.replace("table one", "old") == readme
+    twice = block.replace(once, "table two\n")
+    assert block.read(twice) == "table two" and twice.count(block.begin) == 1
+    assert block.read("# Title\n") is None
+    with pytest.raises(ValueError, match="bench-table:begin"):
+        block.replace("# Title\n", "table")
 
 
 # ncu --csv output: ncu's own "==PROF==" lines, then one quoted row per kernel and metric.
@@ -186,12 +188,12 @@ def test_harness_figures_on_the_cpu():
 
 def test_committed_results_match_the_readme():
     """The results README's benchmark block is the table of properties/results/bench-h200.json, or absent without it."""
-    block = results_file.readme_block((ROOT / "properties" / "results" / "README.md").read_text())
+    block = results_file.README_BLOCK.read((ROOT / "properties" / "results" / "README.md").read_text())
     if not RESULTS.is_file():
         assert block is None, f"README has a benchmark table but {RESULTS.relative_to(ROOT)} does not exist"
         return
     results = results_file.check_schema(json.loads(RESULTS.read_text()))
-    assert block == results_file.readme_table(results), \
+    assert block == results_file.readme_table(results).strip("\n"), \
         "README's benchmark table is stale: python -m properties.bench --readme-table FILE --update-readme"
 
 

@@ -29,7 +29,7 @@ def test_the_index_lists_every_committed_record_and_nothing_else():
 
 def test_the_results_readme_holds_what_the_tool_prints():
     text = records.README.read_text()
-    assert records.block(text) == records.generated(), \
+    assert records.BLOCK.read(text) == records.generated(), \
         "the results index is stale: python -m properties.report.records --update-readme"
 
 
@@ -57,8 +57,8 @@ def test_a_record_without_a_description_or_a_description_without_its_record_is_n
 
 
 def test_update_readme_replaces_the_block_alone():
-    text = f"intro\n\n{records.BEGIN}\nold rows\n{records.END}\n\ntail\n"
-    replaced = records.replace_block(text, "new rows")
-    assert records.block(replaced) == "new rows"
+    text = f"intro\n\n{records.BLOCK.begin}\nold rows\n{records.BLOCK.end}\n\ntail\n"
+    replaced = records.BLOCK.replace(text, "new rows")
+    assert records.BLOCK.read(replaced) == "new rows"
     assert replaced.replace("new rows", "old rows") == text
-    assert records.block("no markers") is None
+    assert records.BLOCK.read("no markers") is None

@@ -344,5 +344,5 @@ def test_the_flashinfer_adapter_lays_its_outputs_where_the_oracle_puts_them(monk
 def test_the_results_readmes_soak_table_is_made_from_the_committed_bench_records():
     from properties.soak import table
 
-    assert table.block(table.README.read_text()) == table.table(), \
+    assert table.BLOCK.read(table.README.read_text()) == table.table(), \
         "stale: python -m properties.soak.table --update-readme"

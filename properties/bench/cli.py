@@ -147,11 +147,13 @@ def _short(entry):
     return "error" if "error" in entry else f"{entry['median_us']:.2f}"
 
 
+RESULTS_README = REPO_ROOT / "properties" / "results" / "README.md"
+
+
 def readme(args):
     body = results_file.readme_table(args.results)
     if args.update_readme:
-        path = REPO_ROOT / "properties" / "results" / "README.md"
-        path.write_text(results_file.replace_readme_block(path.read_text(), body))
+        RESULTS_README.write_text(results_file.README_BLOCK.replace(RESULTS_README.read_text(), body))
     print(body, end="")
     return 0
 
@@ -205,6 +207,8 @@ def parse_args(argv):
                      f"{args.local_expert_offset} + {args.num_local_experts}")
     if args.update_readme and not args.readme_table:
         parser.error("--update-readme needs --readme-table FILE")
+    if args.update_readme and results_file.README_BLOCK.read(RESULTS_README.read_text()) is None:
+        parser.error(f"--update-readme: {RESULTS_README} has no {results_file.README_BLOCK.begin} block")
     _check_verify_records(parser, args.verify_record)
     args.results = _results(parser, args.readme_table) if args.readme_table else None
     if args.out is None:

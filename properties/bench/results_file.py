@@ -4,10 +4,10 @@ Pure Python on the JSON the benchmark writes: no GPU, no torch. Times are per la
 """
 
 import math
-import re
 import statistics
 
 from kernel.layout import MAX_TOKENS
+from oracles.markdown_block import Block
 
 SCHEMA = "kernel.bench/1"
 
@@ -49,8 +49,8 @@ _TOP_KEYS = ("schema", "provenance", "config", "variants", "graph", "pdl_chain",
              "harness", "errors")
 _PROVENANCE_KEYS = ("gpu", "driver", "cuda", "clocks", "torch", "triton", "nvidia-cutlass-dsl", "commit",
                     "date")
-README_BEGIN = "<!-- bench-table:begin (python -m properties.bench --readme-table FILE --update-readme) -->"
-README_END = "<!-- bench-table:end -->"
+README_BLOCK = Block("<!-- bench-table:begin (python -m properties.bench --readme-table FILE --update-readme) -->",
+                     "<!-- bench-table:end -->")
 
 
 def check_schema(results):
@@ -368,18 +368,3 @@ def readme_table(results):
     lines += ncu_table(results) + [""] + resource_table(results) + [""] + harness_table(results)
     return "\n".join(lines) + "\n"
 
-
-def replace_readme_block(readme_text, body):
-    """``readme_text`` with the text between the bench-table markers replaced by ``body`` (the marked block
-    appended at the end, under the README's last section, when absent)."""
-    block = f"{README_BEGIN}\n{body}{README_END}"
-    pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
-    if pattern.search(readme_text):
-        return pattern.sub(lambda _: block, readme_text)
-    return readme_text.rstrip("\n") + "\n\n" + block + "\n"
-
-
-def readme_block(readme_text):
-    """The body between the bench-table markers, or None when the README has none."""
-    match = re.search(re.escape(README_BEGIN) + r"\n(.*?)" + re.escape(README_END), readme_text, re.S)
-    return None if match is None else match.group(1)

@@ -15,10 +15,11 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from oracles.args import OneLineParser
+from oracles.markdown_block import Block
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 README = RESULTS / "README.md"
-BEGIN, END = "<!-- records:begin (python -m properties.report.records --update-readme) -->", "<!-- records:end -->"
+BLOCK = Block("<!-- records:begin (python -m properties.report.records --update-readme) -->", "<!-- records:end -->")
 NOT_HELD = "-"
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}\b")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -276,18 +277,6 @@ def generated(folder=RESULTS):
     return index(folder) + "\n\n### Phase breakdowns and kernel variants\n\n" + record_tables(folder)
 
 
-def block(text):
-    """The generated block of the results README's ``text`` (None where its markers are missing)."""
-    if BEGIN not in text or END not in text:
-        return None
-    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n")
-
-
-def replace_block(text, made):
-    """``text`` with its generated block replaced by ``made``."""
-    return text[:text.index(BEGIN) + len(BEGIN)] + "\n" + made + "\n" + text[text.index(END):]
-
-
 def main(argv=None):
     parser = OneLineParser(prog="python -m properties.report.records", description=__doc__)
     parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
@@ -299,10 +288,10 @@ def main(argv=None):
     if not args.update_readme:
         print(made)
         return 0
-    text = README.read_text()
-    if block(text) is None:
-        parser.error(f"--update-readme: {README} has no {BEGIN} ... {END} block")
-    README.write_text(replace_block(text, made))
+    try:
+        README.write_text(BLOCK.replace(README.read_text(), made))
+    except ValueError as exc:
+        parser.error(f"--update-readme: {README}: {exc}")
     print(f"records index: {README} updated")
     return 0
 

@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 from oracles.args import OneLineParser
+from oracles.markdown_block import Block
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 BASELINE = "soak-h200-bench.json"  # 285b9d1: one graph of sequential launches, stages one after another
 NOW = "soak-h200-bench-f362aa5.json"  # batches in flight, graph branches, the draw and compiled model graphed
 README = RESULTS / "README.md"
-BEGIN, END = "<!-- soak-table:begin (python -m properties.soak.table --update-readme) -->", "<!-- soak-table:end -->"
+BLOCK = Block("<!-- soak-table:begin (python -m properties.soak.table --update-readme) -->", "<!-- soak-table:end -->")
 VARIANTS = (("cute", False, "cute, ids + weights"), ("cute", True, "cute with metadata, tile 8"),
             ("triton", False, "triton, ids + weights"), ("triton", True, "triton (metadata plan, tile 8)"),
             ("flashinfer", True, "flashinfer metadata, tile 8"))
@@ -47,13 +48,6 @@ def table():
     return "\n".join(lines)
 
 
-def block(text):
-    """The table's block of the results README's ``text`` (None where its markers are missing)."""
-    if BEGIN not in text or END not in text:
-        return None
-    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n")
-
-
 def main(argv=None):
     parser = OneLineParser(prog="python -m properties.soak.table", description=__doc__)
     parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
@@ -62,10 +56,10 @@ def main(argv=None):
     if not args.update_readme:
         print(made)
         return 0
-    text = README.read_text()
-    if block(text) is None:
-        parser.error(f"--update-readme: {README} has no {BEGIN} ... {END} block")
-    README.write_text(text[:text.index(BEGIN) + len(BEGIN)] + "\n" + made + "\n" + text[text.index(END):])
+    try:
+        README.write_text(BLOCK.replace(README.read_text(), made))
+    except ValueError as exc:
+        parser.error(f"--update-readme: {README}: {exc}")
     print(f"soak table: {README} updated")
     return 0
 

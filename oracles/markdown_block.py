@@ -1,0 +1,25 @@
+"""A generated block of a Markdown file: the lines between a begin and an end marker comment, which the command
+that makes them prints, or writes in place of the old ones (`--update-readme`). Standard library only."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Block:
+    """The lines between markers ``begin`` and ``end``."""
+
+    begin: str
+    end: str
+
+    def read(self, text):
+        """The block's lines in ``text``, without newlines at either end; None where a marker is missing."""
+        if self.begin not in text or self.end not in text:
+            return None
+        return text[text.index(self.begin) + len(self.begin):text.index(self.end)].strip("\n")
+
+    def replace(self, text, made):
+        """``text`` with the block's lines replaced by ``made``; ValueError naming the markers where one is missing."""
+        if self.read(text) is None:
+            raise ValueError(f"no {self.begin} ... {self.end} block")
+        head, tail = text[:text.index(self.begin) + len(self.begin)], text[text.index(self.end):]
+        return f"{head}\n{made.strip(chr(10))}\n{tail}"
