@@ -11,11 +11,14 @@ import ast
 import concurrent.futures
 import json
 import shutil
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from properties.mutants import generate, generated, runner
+from oracles.provenance import REPO_ROOT
+from properties.mutants import generate, generated, probe, runner
 from properties.mutants.catalog import KERNEL_DIR, STATIC
 
 MUTANTS = generate.generate(KERNEL_DIR)
@@ -225,3 +228,32 @@ def test_probes_finishing_together_each_write_the_whole_record(tmp_path):
         list(pool.map(lambda _: run.write(), range(200)))
     assert json.loads(run.out.read_text()) == run.record()
     assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+
+
+# The prefilter's coverage of the real kernel with each variant's compile replaced by a stand-in that takes only
+# what compile_artifacts' signature takes (mock.create_autospec): in a process of its own, as coverage re-imports
+# the kernel package.
+COVERAGE_WITH_SIGNATURE_CHECKED_COMPILES = """
+import json, sys
+from unittest import mock
+from properties.mutants import prefilter
+real_import = prefilter._import_copy
+def import_copy(kernel_dir):
+    routing = real_import(kernel_dir)
+    routing.compile_artifacts = mock.create_autospec(routing.compile_artifacts, return_value=("ptx", b"cubin"))
+    return routing
+prefilter._import_copy = import_copy
+found = prefilter.coverage(sys.argv[1])
+print(json.dumps({"variants": sorted(found["variants"]), "launches": sorted(found["launches"])}))
+"""
+
+
+def test_the_prefilters_coverage_calls_each_variants_compile_as_its_signature_takes_it():
+    """A coverage worker whose compile call does not bind to compile_artifacts dies, and with it every mutant's
+    prefilter: the first GPU run of the generated set did, and no default test saw it."""
+    done = subprocess.run([sys.executable, "-c", COVERAGE_WITH_SIGNATURE_CHECKED_COMPILES, str(KERNEL_DIR)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["variants"] == sorted(probe.variant_name(*key) for key in generated._variant_keys())
+    assert "routing.py" in found["launches"]
