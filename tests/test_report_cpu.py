@@ -257,3 +257,9 @@ def test_the_chromium_skip_is_one_the_gate_accepts():
 
     assert gate.named_skip(f"{screenshot.NOT_RUN}: none of chromium on PATH") == screenshot.NOT_RUN
     assert gate.named_skip(screenshot.NOT_RUN) is None
+
+
+def test_the_recorded_kill_tables_leave_out_the_generated_mutants_records(tmp_path):
+    for name in ("mutants-h200.json", "mutants-generated-h100-abc-partial.json", "kill-table.json"):
+        (tmp_path / name).write_text("{}")
+    assert sources.recorded_kill_tables(tmp_path) == [tmp_path / "mutants-h200.json"]

@@ -26,6 +26,8 @@ RECORDED_BENCH = RESULTS / "bench-h200.json"
 # Per-implementation verdicts (issue 21's plug-in interface): any reports/verdict-*.json is shown.
 VERDICTS = "verdict-*.json"
 
+GENERATED_MUTANTS = "mutants-generated-*.json"  # the generated mutants' records in RESULTS
+
 # The keys each kind of file must hold for its section (nested keys joined by dots).
 _REQUIRED = {
     "verify": ("verdict", "reasons", "tier", "tests.groups"),
@@ -95,6 +97,13 @@ def _recorded_verify():
     return [max(dated)[1]] if dated else []
 
 
+def recorded_kill_tables(folder=None):
+    """The catalog's recorded kill tables in ``folder`` (default RESULTS): mutants-*.json but the generated set's
+    records (a score by site, properties/mutants/generated.py, not a kill table)."""
+    folder = RESULTS if folder is None else folder
+    return sorted(set(folder.glob("mutants-*.json")) - set(folder.glob(GENERATED_MUTANTS)))
+
+
 def default_paths(reports=REPORTS):
     """section -> (paths, recorded): this machine's reports where they exist, else the recorded results."""
     reports = Path(reports)
@@ -106,7 +115,7 @@ def default_paths(reports=REPORTS):
     return {
         "verify": run_or([reports / VERIFY], _recorded_verify()),
         "bench": run_or([reports / BENCH], [RECORDED_BENCH]),
-        "mutants": run_or([reports / Path(MUTANTS_REPORT).name], sorted(RESULTS.glob("mutants-*.json"))),
+        "mutants": run_or([reports / Path(MUTANTS_REPORT).name], recorded_kill_tables()),
         "harness_mutants": run_or([reports / Path(HARNESS_RESULTS).name], [HARNESS_RESULTS]),
         "soak": run_or([reports / SOAK], sorted(RESULTS.glob("soak-*.json"))),
         "verdicts": (sorted(reports.glob(VERDICTS)), False),
