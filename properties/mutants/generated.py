@@ -36,7 +36,7 @@ from pathlib import Path
 
 from oracles import interrupts
 from oracles.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
-from properties.mutants import generate, probe, runner
+from properties.mutants import freshness, generate, probe, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
@@ -46,9 +46,7 @@ GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
 # Mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a run stopped at
 # its time budget waits for at most one batch per worker.
 BATCH = 8
-# The code whose change can change a verdict besides the kernel: a resumed outcome is reused only when equal.
-HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "properties/codegen", "properties/contract",
-           "properties/engine", "properties/inputs", "oracles")
+PREFILTER_FILE = PREFILTER.replace(".", "/") + ".py"
 # Semantically equivalent mutants no digest can tell, keyed by site; tests/test_mutants_generated_cpu.py checks
 # that each still names a generated mutant.
 CACHE_SIZE_ONLY = ("CACHE_LIMIT only bounds the checked-call cache's size: the cache starting afresh one signature "
@@ -74,13 +72,13 @@ DETECTED = ("killed", "not_viable", "crashed")
 
 
 def harness_digest(root=REPO_ROOT):
-    """sha256 of the harness code that decides a verdict (HARNESS), and of the DSL's version."""
-    h = hashlib.sha256(str(record()["packages"]).encode())
-    for entry in HARNESS:
-        path = Path(root) / entry
-        for file in sorted([path] if path.is_file() else path.rglob("*.py")):
-            h.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
-    return h.hexdigest()
+    """sha256 of what decides a verdict besides the mutant's own kernel: the kill table's inputs (freshness.py:
+    every repository module the probes import, followed through their imports, and the data they read) but the
+    kernel's files, the prefilter, and the packages' versions. A change anywhere else reuses every outcome."""
+    root = Path(root)
+    files = {path: sha for path, sha in freshness.inputs(root).items() if not path.startswith("kernel/")}
+    files[PREFILTER_FILE] = hashlib.sha256((root / PREFILTER_FILE).read_bytes()).hexdigest()
+    return hashlib.sha256(json.dumps([record()["packages"], sorted(files.items())]).encode()).hexdigest()
 
 
 def select(mutants, only):
