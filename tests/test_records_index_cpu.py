@@ -62,3 +62,21 @@ def test_update_readme_replaces_the_block_alone():
     assert records.BLOCK.read(replaced) == "new rows"
     assert replaced.replace("new rows", "old rows") == text
     assert records.BLOCK.read("no markers") is None
+
+
+def _gate(folder, name, depth, gpu, date, seconds, verdict="PASS"):
+    environment = {"date": date, "gpu": gpu, "host": {"cores": 2}}
+    (folder / name).write_text(json.dumps({"depth": depth, "gpu": "available" if gpu else "no CUDA device",
+                                           "verdict": verdict, "seconds": seconds, "environment": environment}))
+
+
+def test_the_tiers_table_shows_each_tiers_newest_gate_and_says_when_there_is_none(tmp_path):
+    _gate(tmp_path, "verify-a.json", "default", "GPU X", "2026-01-02T00:00:00Z", 90.5)
+    _gate(tmp_path, "verify-b.json", "default", "GPU X", "2026-01-01T00:00:00Z", 300.0, "FAIL")
+    _gate(tmp_path, "verify-c.json", "default", None, "2026-01-01T00:00:00Z", 120.0)
+    (tmp_path / "verify-old.json").write_text(json.dumps({"verdict": "PASS", "seconds": 1.0}))  # no depth: older
+    rows = records.tiers_table(tmp_path).splitlines()[2:]
+    assert rows == ["| default gate, GPU | `verify-a.json` | GPU X | PASS | 90.5 |",
+                    "| default gate, CPU | `verify-c.json` | 2 CPU cores | PASS | 120.0 |",
+                    "| deep tests, GPU | - | - | no record yet | - |",
+                    "| deep tests, CPU | - | - | no record yet | - |"]

@@ -272,9 +272,41 @@ def record_tables(folder=RESULTS):
     return "\n".join(parts).rstrip("\n")
 
 
+# The gate's tiers: (label, depth, with a GPU); each row shows the newest gate record of that depth and machine.
+TIERS = (("default gate, GPU", "default", True), ("default gate, CPU", "default", False),
+         ("deep tests, GPU", "deep", True), ("deep tests, CPU", "deep", False))
+KILL_TABLE = "kill-table.json"
+
+
+def tiers_table(folder=RESULTS):
+    """Each tier's newest gate record (verify-*.json by its date) and the kill table's run: where it ran, the
+    verdict and the wall seconds; a tier with no record says so."""
+    gates = []
+    for path in sorted(folder.glob("verify-*.json")):
+        data = json.loads(path.read_text())
+        environment = data.get("environment") or {}
+        if data.get("depth") and environment.get("date"):
+            gates.append((environment["date"], path.name, data, environment))
+    lines = ["| tier | record | where | verdict | wall seconds |", "|---|---|---|---|---|"]
+    for label, depth, with_gpu in TIERS:
+        chosen = [g for g in gates if g[2]["depth"] == depth and (g[2].get("gpu") == "available") == with_gpu]
+        if not chosen:
+            lines.append(f"| {label} | {NOT_HELD} | {NOT_HELD} | no record yet | {NOT_HELD} |")
+            continue
+        _, name, data, environment = max(chosen, key=lambda g: g[0])
+        where = environment.get("gpu") or f"{(environment.get('host') or {}).get('cores', '?')} CPU cores"
+        lines.append(f"| {label} | `{name}` | {where} | {data['verdict']} | {data['seconds']} |")
+    if (folder / KILL_TABLE).is_file():
+        table = json.loads((folder / KILL_TABLE).read_text())
+        lines.append(f"| kill table (catalog) | `{KILL_TABLE}` | {table.get('gpu') or NOT_HELD} | {table['verdict']} | "
+                     f"{table['seconds']} |")
+    return "\n".join(lines)
+
+
 def generated(folder=RESULTS):
-    """Everything between the markers: the index, then the breakdown and variants tables."""
-    return index(folder) + "\n\n### Phase breakdowns and kernel variants\n\n" + record_tables(folder)
+    """Everything between the markers: the index, the tiers' newest runs, the breakdown and variants tables."""
+    return (index(folder) + "\n\n### The gate's tiers: the newest run of each\n\n" + tiers_table(folder)
+            + "\n\n### Phase breakdowns and kernel variants\n\n" + record_tables(folder))
 
 
 def main(argv=None):
