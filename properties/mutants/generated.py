@@ -34,8 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-from oracles import interrupts
-from oracles.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
+from common import interrupts
+from common.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
 from properties.mutants import generate, probe, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
@@ -48,7 +48,7 @@ GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
 BATCH = 8
 # The code whose change can change a verdict besides the kernel: a resumed outcome is reused only when equal.
 HARNESS = ("properties/mutants/probe.py", "properties/mutants/prefilter.py", "properties/codegen", "properties/contract",
-           "properties/engine", "properties/inputs", "oracles")
+           "properties/engine", "properties/inputs", "oracles", "common")
 # Semantically equivalent mutants no digest can tell, keyed by site; tests/test_mutants_generated_cpu.py checks
 # that each still names a generated mutant.
 CACHE_SIZE_ONLY = ("CACHE_LIMIT only bounds the checked-call cache's size: the cache starting afresh one signature "
