@@ -12,8 +12,8 @@ pin_worker(os.environ)  # before anything touches CUDA: a gate worker sees only 
 import pytest  # noqa: E402
 from hypothesis import settings
 
-from oracles.fpenv import assert_subnormals_kept
-from oracles.provenance import cuda_reason
+from common.fpenv import assert_subnormals_kept
+from common.provenance import cuda_reason
 from properties.engine import compare
 from properties.tools import depths, profiles, progress
 from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole

@@ -8,7 +8,7 @@
                                stated on its own, its calls at every clause's edge, the property
     bench/, mutants/, soak/    the benchmark, the mutant catalogs, the many-rows soak
     tools/                     make verify's gate and its depths, the smoke run, the offline bundle, the
-                               Hypothesis profiles (every command line's parser is oracles/args.py)
+                               Hypothesis profiles (every command line's parser is common/args.py)
     report/                    the pages a person reads instead of JSON, from what the others wrote, and the
                                index of results/ made from its records
     replay.py, view.py,        the commands a user runs on case files: python -m properties.replay,

@@ -18,13 +18,13 @@ import sys
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from oracles import interrupts
+from common import interrupts
 from properties.engine import casefile
 from properties.engine.compare import describe, disagreements
 from properties.engine.implementations import REAL, run_all, unavailable
 from properties.inputs.strategies import GENERATORS
-from oracles import args as types
-from oracles.args import OneLineParser
+from common import args as types
+from common.args import OneLineParser
 
 CASES_PER_GENERATOR = 30
 MAX_PER_GENERATOR = 1000

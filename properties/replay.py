@@ -28,7 +28,7 @@ from properties.engine.cases import FIELDS
 from properties.engine.compare import describe, disagreements, field_bits
 from properties.engine.implementations import REFERENCE, available, references_of, run_all, unavailable, writes
 from properties.engine.plugins import NotRun
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 RECORDED = " (recorded)"
 AGREE, DIFFER, UNREADABLE, NOTHING_COMPARED, NOT_RUN = 0, 1, 2, 3, 4

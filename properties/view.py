@@ -14,7 +14,7 @@ from pathlib import Path
 from properties.engine import casefile
 from properties.report import libraries
 from properties.report.sources import REPORTS
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 NOT_WRITTEN = 1
 

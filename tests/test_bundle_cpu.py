@@ -94,7 +94,7 @@ def test_the_bundle_carries_every_flashinfer_library_with_its_stamp():
 
 def test_the_installer_alone_refuses_a_bad_argument_in_one_line(fake_wheels, tmp_path):
     """install.py runs from a bundle folder without the repository (-S: no site-packages, so no installed
-    harness either): its one-line argument errors come from the copy of oracles/args.py beside it."""
+    harness either): its one-line argument errors come from the copy of common/args.py beside it."""
     parts = bundle.build(tmp_path / "bundle", part_mb=2)
     stage = tmp_path / "stage"
     _stage(parts, stage)

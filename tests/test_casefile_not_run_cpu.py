@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties import replay
 
 CASE = REPO_ROOT / "corpora" / "regression" / "all_equal-000.json"

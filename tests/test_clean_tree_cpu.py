@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 TIMEOUT_S = 300
 # Not part of the tree: git's own folder, the environment, build outputs and reports (all ignored).

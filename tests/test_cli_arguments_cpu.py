@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 CASE = REPO_ROOT / "corpora" / "regression" / "all_equal-000.json"
 ROUTING = REPO_ROOT / "kernel" / "routing.py"  # a variant that is the kernel itself

@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 # concept: (the one flag, spellings refused as a flag, last words refused in a longer flag such as --ncu-bs)
 CONCEPTS = {

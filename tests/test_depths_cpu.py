@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.tools import depths, gate
 
 # Prints each collected test's id and markers (no -m: every test, as conftest.py marks it).

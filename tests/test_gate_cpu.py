@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from oracles.flashinfer_routing import build as flashinfer_build
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.engine import implementations
 from properties.engine.interface import Declaration, Implementation
 from properties.tools import gate, profiles

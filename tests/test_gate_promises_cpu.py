@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.tools import gate
 
 TIMEOUT_S = 300

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 pytestmark = pytest.mark.gpu
 

@@ -7,7 +7,7 @@ import ast
 import pytest
 import torch
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.engine import implementations
 from properties.engine.builtins import BUILTINS
 from properties.engine.compare import REFERENCE

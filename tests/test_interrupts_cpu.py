@@ -1,5 +1,5 @@
 """SIGINT and SIGTERM end every long command line within seconds, with one line and exit 130 or 143, never a
-KeyboardInterrupt traceback (oracles/interrupts.py; the soak: tests/test_soak_interrupt_cpu.py, the gate:
+KeyboardInterrupt traceback (common/interrupts.py; the soak: tests/test_soak_interrupt_cpu.py, the gate:
 tests/test_gate_progress_cpu.py)."""
 
 import ast
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oracles import interrupts
-from oracles.provenance import REPO_ROOT
+from common import interrupts
+from common.provenance import REPO_ROOT
 
 # The long commands other than the soak and the gate (which keep a summary of their own): each runs its main
 # through interrupts.run when started as python -m.
@@ -75,7 +75,7 @@ def test_ctrl_c_ends_the_corpus_generation_with_one_line(tmp_path):
 
 CHILD_WAITER = """
 import subprocess, sys
-from oracles import interrupts
+from common import interrupts
 
 def main(argv):
     with interrupts.ThreadPool(2) as pool:  # as the mutant runners wait on their probes: 2 running, 4 queued

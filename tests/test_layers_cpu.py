@@ -1,5 +1,6 @@
-"""The import layering, read from every Python file's imports (ast), never by running it: kernel imports
-nothing from oracles, properties or tests; oracles nothing from properties or tests, and of the kernel only
+"""The import layering, read from every Python file's imports (ast), never by running it: common (the bottom
+floor: argument parsing, provenance, the FP environment) imports no other layer; kernel nothing from common,
+oracles, properties or tests; oracles nothing from properties or tests, and of the kernel only
 its layout (kernel/layout.py, the shared shapes), so they stay independent of the kernel; properties nothing
 from tests. A layer may import the layers below it and the standard library or third-party packages. Inside
 properties/, the floors of its rooms (PROPERTIES_FLOORS): every module stands in a room, and a room imports
@@ -15,7 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Each layer and the project layers it must not import (the ones above it).
 FORBIDDEN = {
-    "kernel": {"oracles", "properties", "tests"},
+    "common": {"kernel", "oracles", "properties", "tests"},
+    "kernel": {"common", "oracles", "properties", "tests"},
     "oracles": {"properties", "tests"},
     "properties": {"tests"},
 }
@@ -134,7 +136,7 @@ def test_the_floor_reader_places_names_and_finds_an_import_upwards():
         "properties.tools.gate imports properties.report.screenshot"]
     assert floor_offences("from properties.soak import plan\n", "properties.bench.cli") == [
         "properties.bench.cli imports properties.soak.plan"]
-    assert floor_offences("from oracles.args import OneLineParser\nimport properties\n"
+    assert floor_offences("from common.args import OneLineParser\nimport properties\n"
                           "from properties.engine import cases\n", "properties.inputs.x") == []
 
 

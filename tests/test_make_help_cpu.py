@@ -4,7 +4,7 @@ of targets is exactly what `make help` prints."""
 import re
 import subprocess
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 ROW = re.compile(r"^\| `make ([a-z0-9-]+)` \| (.+) \|$")
 

@@ -19,7 +19,7 @@ import torch
 
 from kernel import routing
 from kernel.layout import META_NUM_CTAS
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.engine import casefile, device
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import disagreements

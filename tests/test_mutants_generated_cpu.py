@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.mutants import generate, generated, probe, runner
 from properties.mutants.catalog import KERNEL_DIR, STATIC
 

@@ -240,7 +240,7 @@ def test_the_gate_gives_each_plugin_a_row_and_fails_on_a_refused_one(tmp_path, m
 def test_flashinfers_fused_routing_declares_what_its_runner_takes(registry):
     """examples/plugins/fi_fused.py, the H200 verdict's plug-in: renormalized calls, power-of-two tiles, one
     local expert at least; without a GPU it is refused in one line, never run."""
-    from oracles.provenance import cuda_reason
+    from common.provenance import cuda_reason
     from properties.engine.interface import Declaration
 
     spec = f"fi_fused={os.path.join(REPO, 'examples', 'plugins', 'fi_fused.py')}:route"

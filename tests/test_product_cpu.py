@@ -10,7 +10,7 @@ import pytest
 
 import oracles.numpy_model as model
 from oracles.flashinfer_routing import build as flashinfer_build
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 CLI_TIMEOUT_S = 120
 _X = np.zeros((1, 256), np.float32)
@@ -58,7 +58,7 @@ def test_mutants_cli_needs_cuda_for_the_gpu_tier_and_replay_has_help():
     """CUDA hidden from the subprocesses (CUDA_VISIBLE_DEVICES=""), so the misuse is checked on a GPU host too."""
     assert "replay" in _cli("-m", "properties.mutants", "replay", "--help").stdout
     no_cuda = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    reason = _cli("-c", "from oracles.provenance import cuda_reason; print(cuda_reason())", env=no_cuda)
+    reason = _cli("-c", "from common.provenance import cuda_reason; print(cuda_reason())", env=no_cuda)
     reason = reason.stdout.strip()
     assert reason not in ("", "None"), "CUDA still usable with CUDA_VISIBLE_DEVICES=\"\""
     for args in (["--tier", "gpu"], ["replay"]):

@@ -1,10 +1,10 @@
 """One provenance record, one package list: every writer of a record (case files, the soak's summary, the bench,
-the gate's report) names the versions of oracles.provenance.PACKAGES, through oracles.provenance.record."""
+the gate's report) names the versions of common.provenance.PACKAGES, through common.provenance.record."""
 
 import ast
 
-from oracles import provenance
-from oracles.provenance import PACKAGES, REPO_ROOT
+from common import provenance
+from common.provenance import PACKAGES, REPO_ROOT
 from properties.bench import cli as bench_cli
 from properties.engine import casefile
 from properties.soak import summary as soak_summary
@@ -37,7 +37,7 @@ def _package_lists(path):
 
 
 def test_no_writer_keeps_a_package_list_of_its_own():
-    own = {str(path.relative_to(REPO_ROOT)): lines for root in ("oracles", "properties")
+    own = {str(path.relative_to(REPO_ROOT)): lines for root in ("common", "oracles", "properties")
            for path in sorted((REPO_ROOT / root).rglob("*.py"))
-           if path != REPO_ROOT / "oracles" / "provenance.py" and (lines := _package_lists(path))}
+           if path != REPO_ROOT / "common" / "provenance.py" and (lines := _package_lists(path))}
     assert own == {}

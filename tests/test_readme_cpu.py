@@ -16,7 +16,7 @@ from oracles import numpy_model
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST_SCREEN_END = "\n## Folders"
-PACKAGES = ("kernel", "oracles", "properties")
+PACKAGES = ("common", "kernel", "oracles", "properties")
 
 
 def _first_screen():

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.report import records
 
 ROW = re.compile(r"^\| `([^`]+)` \| (.*) \|$", re.M)

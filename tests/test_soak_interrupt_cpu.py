@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 B, PROBLEMS = 2, 8
 ROWS_PER_BATCH = B * PROBLEMS

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]

@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from oracles import interrupts
-from oracles import provenance
-from oracles.args import OneLineParser
+from common import interrupts
+from common import provenance
+from common.args import OneLineParser
 from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
 
 DATA = tables.DATA_DIR

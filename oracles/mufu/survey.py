@@ -164,7 +164,7 @@ def _halves():
 
 def run(out_dir):
     """Measure and write the survey into ``out_dir``; returns the index record."""
-    from oracles import provenance
+    from common import provenance
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ Bad input raises ValueError naming the argument (TypeError for a wrong number of
 any b >= 1 rows; ``routing_metadata`` takes the kernel's 1 <= b <= 8. Raises RuntimeError at import if the process flushes subnormals.
 """
 
-from oracles.fpenv import assert_subnormals_kept
+from common.fpenv import assert_subnormals_kept
 from oracles.numpy_model.primitives import (
     add_rn,
     div_full_f32,

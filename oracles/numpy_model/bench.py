@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from oracles.args import OneLineParser, count
+from common.args import OneLineParser, count
 from oracles.numpy_model import route, sigmoid_f32
 
 

@@ -24,7 +24,7 @@ from cutlass.memory import SmemAllocator
 
 from kernel import routing
 from kernel.layout import EXPERTS, TOP_K, metadata_size
-from oracles import interrupts
+from common import interrupts
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs

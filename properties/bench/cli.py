@@ -33,18 +33,18 @@ import torch
 
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
-from oracles import interrupts
+from common import interrupts
 from oracles.flashinfer_routing import build
-from oracles.provenance import REPO_ROOT, host, nvidia_smi, version
-from oracles.provenance import record as provenance_record
+from common.provenance import REPO_ROOT, host, nvidia_smi, version
+from common.provenance import record as provenance_record
 from properties.bench import results_file
 from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
 from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
 from properties.bench.results_file import VARIANT_NAMES, VARIANTS
 from properties.bench.timing import Recorder, bench_problem, eager_parts, eager_us, error_line, resources
-from oracles import args as types
-from oracles.args import OneLineParser
+from common import args as types
+from common.args import OneLineParser
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench.json"
 DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"
@@ -66,7 +66,7 @@ def clocks():
 
 
 def provenance():
-    """The provenance record (oracles/provenance.py: GPU, driver, CUDA, package versions, commit, date) of this run
+    """The provenance record (common/provenance.py: GPU, driver, CUDA, package versions, commit, date) of this run
     (on a CUDA device), with the clocks, the host and the FlashInfer libraries it timed."""
     prov = provenance_record()
     prov.update({"nvidia-cutlass-dsl": version("nvidia-cutlass-dsl") or "not installed",

@@ -13,7 +13,7 @@ import numpy as np
 from kernel.layout import EXPERTS
 from oracles.numpy_model import route as model_route
 from oracles.numpy_model import routing_metadata
-from oracles.provenance import REPO_ROOT, commit, host, utc_now
+from common.provenance import REPO_ROOT, commit, host, utc_now
 from properties.bench.problem import SCALE, SEED, draw
 from properties.engine.cases import RoutingCase
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from kernel import routing
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.bench.problem import Config, Problem
 from properties.bench.timing import error_line
 

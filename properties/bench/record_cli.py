@@ -3,8 +3,8 @@ writes a record, ``--table FILE`` prints a record's table (no GPU); both time CU
 launches over ``--repeats`` replays for each b of ``--b``."""
 
 from kernel.layout import MAX_TOKENS
-from oracles import args as types
-from oracles.args import OneLineParser
+from common import args as types
+from common.args import OneLineParser
 
 MAX_COUNT = 10**7
 

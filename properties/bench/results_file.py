@@ -7,7 +7,7 @@ import math
 import statistics
 
 from kernel.layout import MAX_TOKENS
-from oracles.markdown_block import Block
+from common.markdown_block import Block
 
 SCHEMA = "kernel.bench/1"
 

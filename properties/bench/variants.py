@@ -27,8 +27,8 @@ import torch
 
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TOP_K, metadata_size
-from oracles import interrupts
-from oracles.provenance import REPO_ROOT
+from common import interrupts
+from common.provenance import REPO_ROOT
 from properties.bench import record_cli
 from properties.bench.cli import provenance
 from properties.bench.problem import SCALE, inputs
@@ -39,7 +39,7 @@ from properties.engine.cases import RoutingCase
 from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.interface import Implementation
-from oracles import args as types
+from common import args as types
 
 SCHEMA = "kernel.variants/1"
 COMMITTED = "committed"

@@ -19,7 +19,7 @@ from collections import Counter
 import numpy as np
 
 from kernel import routing
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from oracles.ptx import flow, sass
 from oracles.ptx.float_ops import expression_roots, float_ops
 from oracles.ptx.reader import parse

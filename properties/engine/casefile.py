@@ -42,7 +42,7 @@ import jsonschema
 import numpy as np
 
 from kernel.layout import EXPERTS, TOP_K, metadata_size
-from oracles import provenance
+from common import provenance
 from properties.engine.cases import FIELDS, Outputs, RoutingCase
 from properties.engine.poison import METADATA_POISON
 from properties.engine.floats import f32, f32_bits

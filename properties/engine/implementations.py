@@ -9,7 +9,7 @@ with its reason, never dropped.
 """
 
 
-from oracles.provenance import cuda_reason
+from common.provenance import cuda_reason
 from properties.engine import plugins
 from properties.engine.builtins import BROKEN_ENV, BUILTINS, FAULT_PREFIX  # noqa: F401  (BROKEN_ENV: the tests)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Callable
 
 from kernel.layout import MAX_TILE, MAX_TOKENS
-from oracles.provenance import cuda_reason
+from common.provenance import cuda_reason
 from properties.engine.cases import FIELDS
 from properties.engine.references import DEFAULT as DEFAULT_REFERENCE
 from properties.engine.references import REFERENCES

@@ -24,14 +24,14 @@ import argparse
 import json
 import sys
 
-from oracles.provenance import cuda_reason
+from common.provenance import cuda_reason
 from properties.engine import casefile
 from properties.mutants import runner
 from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
-from oracles import args as types
-from oracles import interrupts
-from oracles.args import OneLineParser
+from common import args as types
+from common import interrupts
+from common.args import OneLineParser
 
 MAX_JOBS = 64
 

@@ -20,7 +20,7 @@ run and not counted, but their edits must still apply.
 import shutil
 from dataclasses import dataclass
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 KERNEL_DIR = REPO_ROOT / "kernel"
 TARGETS = ("routing.py", "primitives.py", "contract.py")

@@ -10,11 +10,11 @@ added, removed or changed since. The gate reports a stale table by name and, wit
 import ast
 import hashlib
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 
 KILL_TABLE = REPO_ROOT / "properties" / "results" / "kill-table.json"  # the committed one the gate reads
 ENTRY_MODULES = ("properties.mutants.runner", "properties.mutants.probe")
-REPO_PACKAGES = ("kernel", "oracles", "properties")  # the repository's importable packages
+REPO_PACKAGES = ("common", "kernel", "oracles", "properties")  # the repository's importable packages
 DATA = ("kernel", "oracles/mufu/data", "corpora/mutants", "properties/engine/case.schema.json")  # read, not imported
 
 

@@ -34,8 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-from oracles import interrupts
-from oracles.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
+from common import interrupts
+from common.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
 from properties.mutants import freshness, generate, probe, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 

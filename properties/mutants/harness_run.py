@@ -23,14 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from oracles.provenance import REPO_ROOT, utc_now
-from oracles.provenance import record as provenance_record
+from common.provenance import REPO_ROOT, utc_now
+from common.provenance import record as provenance_record
 from properties.mutants import harness
 from properties.mutants.attribution import ENV as ATTRIBUTION_ENV
 from properties.mutants.catalog import MutantEditError
-from oracles import args as types
-from oracles import interrupts
-from oracles.args import OneLineParser
+from common import args as types
+from common import interrupts
+from common.args import OneLineParser
 
 RESULTS = REPO_ROOT / "properties" / "results" / "harness-mutants.json"  # the committed kill table
 DEFAULT_OUT = REPO_ROOT / "reports" / "harness-mutants.json"

@@ -17,7 +17,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from oracles.provenance import REPO_ROOT, commit, utc_now
+from common.provenance import REPO_ROOT, commit, utc_now
 from properties.mutants.harness_run import copy_tree
 
 REPORT = REPO_ROOT / "properties" / "results" / "mutmut-report.json"
@@ -26,7 +26,7 @@ MUTATED = ("oracles/numpy_model/routing.py", "properties/engine/casefile.py")
 TESTS = ("tests/test_model_routing.py", "tests/test_casefile_roundtrip_cpu.py", "tests/test_invariants_cpu.py")
 CONFIG = f"""
 [tool.mutmut]
-source_paths = ["kernel", "oracles", "properties"]
+source_paths = ["common", "kernel", "oracles", "properties"]
 only_mutate = {json.dumps(list(MUTATED))}
 also_copy = ["conftest.py", "corpora"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "--hypothesis-profile=ci"]

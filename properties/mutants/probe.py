@@ -45,7 +45,7 @@ import numpy as np
 
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from oracles.numpy_model import route as model_route
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.engine import casefile
 from properties.engine.cases import RoutingCase
 from properties.engine.compare import describe as describe_disagreement

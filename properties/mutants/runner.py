@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oracles import interrupts, provenance
-from oracles.provenance import REPO_ROOT, cuda_reason, utc_now
+from common import interrupts, provenance
+from common.provenance import REPO_ROOT, cuda_reason, utc_now
 from properties.engine import casefile
 from properties.mutants import freshness
 from properties.mutants.probe import CORPUS_DIR

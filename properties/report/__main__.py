@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from properties.report import libraries
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 NOT_WRITTEN = 1
 

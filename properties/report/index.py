@@ -2,7 +2,7 @@
 
 import re
 
-from oracles.provenance import commit, utc_now
+from common.provenance import commit, utc_now
 from properties.report import page, plots, sections
 
 # (id, title, the command that fills it) of every section, in page order; a section without data names it.

@@ -14,8 +14,8 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from oracles.args import OneLineParser
-from oracles.markdown_block import Block
+from common.args import OneLineParser
+from common.markdown_block import Block
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 README = RESULTS / "README.md"

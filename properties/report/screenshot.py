@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 from properties.tools.gate import CHROMIUM_NOT_RUN as NOT_RUN  # a skip's reason the gate accepts as named
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

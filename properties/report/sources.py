@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracles.provenance import REPO_ROOT
+from common.provenance import REPO_ROOT
 from properties.bench.results_file import check_schema
 from properties.mutants.harness_run import RESULTS as HARNESS_RESULTS
 from properties.mutants.runner import DEFAULT_REPORT as MUTANTS_REPORT

@@ -37,7 +37,7 @@ import signal
 import sys
 from pathlib import Path
 
-from oracles.interrupts import Interrupted, Interrupts
+from common.interrupts import Interrupted, Interrupts
 from properties.soak import dist
 from properties.soak import verdict
 from properties.engine import implementations as registry
@@ -49,8 +49,8 @@ from properties.soak.graphed import Draws
 from properties.soak.impls import Model
 from properties.soak.plan import METADATA_CHOICES, Space
 from properties.soak.summary import SUMMARY_FORMAT, Tally, describe_device, provenance, write_summary
-from oracles import args as types
-from oracles.args import OneLineParser
+from common import args as types
+from common.args import OneLineParser
 
 RENORMALIZE = {"both": (False, True), "true": (True,), "false": (False,)}
 DEFAULT_SUMMARY = Path("reports/soak.json")
@@ -221,7 +221,7 @@ def _verdict(summary, under_test):
 
 def main(argv=None):
     """The soak; SIGINT or SIGTERM before its loop runs batches: one line, exit 128 + the signal's number,
-    nothing written (oracles/interrupts.py); once it does, see _interrupted."""
+    nothing written (common/interrupts.py); once it does, see _interrupted."""
     with Interrupts() as interrupts:
         try:
             return _main(argv, interrupts)

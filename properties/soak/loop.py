@@ -208,7 +208,7 @@ def _totals(ctx, tally):
 
 def run(config, ctx, interrupts=None):
     """Run the soak on this rank; returns the summary (the same on every rank). ``interrupts``
-    (oracles/interrupts.py) is deferred once the loop starts; once it has a signal on any rank, no batch is enqueued and the ones in
+    (common/interrupts.py) is deferred once the loop starts; once it has a signal on any rank, no batch is enqueued and the ones in
     flight are retired: the summary (``interrupted``: the signal's name) covers exactly the batches retired,
     and its next_offset is the first batch not retired, so a resumed run verifies none twice."""
     impls = implementations(config)

@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from oracles.args import OneLineParser
-from oracles.markdown_block import Block
+from common.args import OneLineParser
+from common.markdown_block import Block
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 BASELINE = "soak-h200-bench.json"  # 285b9d1: one graph of sequential launches, stages one after another

@@ -6,7 +6,7 @@ FlashInfer libraries (the metadata oracle and the benchmark's peer), in parts sm
 
 ``build`` writes ``OUT/part1 .. partN`` (each at most --part-mb MiB; wheels larger than that are split in
 numbered pieces) and puts MANIFEST.json and install.py (this file, standard library only) into the last
-part, with a copy of oracles/args.py beside it (``harness_args.py``: the installer's one-line argument
+part, with a copy of common/args.py beside it (``harness_args.py``: the installer's one-line argument
 errors, standard library only). ``install.py`` joins the pieces, checks every sha256, installs the wheels with pip --no-index
 --no-deps into PYTHON's environment (``make gpu-install``: the project venv, so the DSL's .pth file is
 honoured) or with --target SITE when given, and copies the FlashInfer libraries into REPO/build/flashinfer_oracle/.
@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 if __package__:
-    from oracles import args as types
-else:  # install.py, run from a bundle folder: the copy of oracles/args.py beside it
+    from common import args as types
+else:  # install.py, run from a bundle folder: the copy of common/args.py beside it
     import harness_args as types
 
 # Where the repository is when this runs from it (install.py runs from a bundle folder and takes --repo).

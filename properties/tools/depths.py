@@ -17,7 +17,7 @@ markers select exactly these, and that the README's tables are this list.
 import sys
 from dataclasses import dataclass
 
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 DEEP_MARKER, SELF_TEST_MARKER = "deep", "selftest"
 MAKE_TEST = f"not {DEEP_MARKER} or {SELF_TEST_MARKER}"  # `make test`'s marker expression: the default tests and the self-tests

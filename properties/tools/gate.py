@@ -39,14 +39,14 @@ from pathlib import Path
 
 from pytest import ExitCode
 
-from oracles import provenance
+from common import provenance
 from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.mufu import recheck
-from oracles.provenance import REPO_ROOT as ROOT
-from oracles.provenance import cuda_reason
+from common.provenance import REPO_ROOT as ROOT
+from common.provenance import cuda_reason
 from properties.mutants import freshness
 from properties.tools import depths, gpu_groups, profiles, progress
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
 PROGRESS_FILE = "progress.jsonl"

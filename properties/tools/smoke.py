@@ -13,12 +13,12 @@ import torch
 
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TOKENS
-from oracles import interrupts
-from oracles.provenance import cuda_reason
+from common import interrupts
+from common.provenance import cuda_reason
 from properties.engine import device
 from properties.engine.cases import RoutingCase
 from properties.inputs.families import batches, families, pooled_rows
-from oracles.args import OneLineParser
+from common.args import OneLineParser
 
 TILES = (1, 3, 8, 64, 256)
 SCALE = np.float32(2.5)
