@@ -1,5 +1,5 @@
-"""Fixtures shared by the CPU and GPU tests: a deliberately broken implementation caught and saved, the replay
-command run on the saved file in a fresh process, and FlashInfer's two libraries built or prebuilt."""
+"""Fixtures shared by the CPU and GPU tests: the planted tie fault caught and saved, the replay command run on the
+saved file in a fresh process, and FlashInfer's two libraries built or prebuilt."""
 
 import os
 import subprocess
@@ -11,17 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from oracles.flashinfer_routing import build as flashinfer_build
 from properties.engine import casefile
 from properties.engine.check import check_case
-from properties.engine.implementations import BROKEN_ENV
+from properties.engine.implementations import PLANTED_TIE_FAULT
 from properties.inputs.strategies import GENERATORS
 
 _REPLAY_TIMEOUT_S = 600
 
 
 @pytest.fixture
-def capture_broken(tmp_path, monkeypatch):
-    """``capture(names)``: run the differential property on tie cases with the broken implementation injected
-    (``names`` None: every available implementation); return the one case file it saved."""
-    monkeypatch.setenv(BROKEN_ENV, "1")
+def capture_fault(tmp_path, monkeypatch):
+    """``capture(names)``: run the differential property on tie cases over ``names`` and the planted tie fault
+    (ties won by the highest index); return the one case file it saved."""
     monkeypatch.setenv(casefile.FAILURES_ENV, str(tmp_path))
 
     def capture(names):
@@ -29,9 +28,9 @@ def capture_broken(tmp_path, monkeypatch):
                   suppress_health_check=list(HealthCheck))
         @given(GENERATORS["tie_within_lane"])
         def implementations_agree(case):
-            check_case(case, "implementations agree", names=names)
+            check_case(case, "implementations agree", names=[*names, PLANTED_TIE_FAULT])
 
-        with pytest.raises(AssertionError, match="broken ids vs model"):
+        with pytest.raises(AssertionError, match=f"{PLANTED_TIE_FAULT} ids vs model"):
             implementations_agree()
         saved = sorted(tmp_path.glob("*.json"))
         assert len(saved) == 1, "only the final, minimal failing example is saved"
@@ -42,16 +41,14 @@ def capture_broken(tmp_path, monkeypatch):
 
 @pytest.fixture
 def replay_process():
-    """``replay(path, inject, timeout)``: ``python -m properties.replay path`` in a new process from the
-    repository root, with the broken implementation injected or not, killed after ``timeout`` seconds (default
-    600); returns the CompletedProcess."""
-    def replay(path, inject, timeout=_REPLAY_TIMEOUT_S):
+    """``replay(path, planted, timeout)``: ``python -m properties.replay path`` in a new process from the
+    repository root, with the planted tie fault run live (``--impl``) or not, killed after ``timeout`` seconds
+    (default 600); returns the CompletedProcess."""
+    def replay(path, planted, timeout=_REPLAY_TIMEOUT_S):
         path_before = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(casefile.REPO_ROOT), path_before]))}
-        env.pop(BROKEN_ENV, None)
-        if inject:
-            env[BROKEN_ENV] = "1"
-        return subprocess.run([sys.executable, "-m", "properties.replay", str(path)], capture_output=True,
+        impl = ["--impl", PLANTED_TIE_FAULT] if planted else []
+        return subprocess.run([sys.executable, "-m", "properties.replay", str(path), *impl], capture_output=True,
                               text=True, cwd=casefile.REPO_ROOT, env=env, timeout=timeout)
 
     return replay

@@ -18,7 +18,7 @@ from properties.replay import AGREE, DIFFER, UNREADABLE
 
 CORPORA = casefile.CORPORA
 # Shapes that differ: b = 1 without metadata, b > 1 with metadata, a saved disagreement with two entries.
-BASES = ("regression/all_equal-000.json", "examples/broken-ties-to-highest-index.json")
+BASES = ("regression/all_equal-000.json", "examples/fault-ties-to-highest-index.json")
 REPLAY_TIMEOUT_S = 120
 
 
@@ -67,7 +67,7 @@ def test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2(name, tmp_pat
     edit, field = ISSUE_CASES[name]
     path = tmp_path / "case.json"
     path.write_text(json.dumps(edit(copy.deepcopy(BASE_DATA[0]))))
-    result = replay_process(path, inject=False, timeout=REPLAY_TIMEOUT_S)
+    result = replay_process(path, planted=False, timeout=REPLAY_TIMEOUT_S)
     assert result.returncode == UNREADABLE, result.stdout + result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"replay: cannot read {path}: {field}: "), result.stderr
@@ -76,13 +76,13 @@ def test_replay_refuses_each_corrupt_file_with_one_line_and_exit_2(name, tmp_pat
 
 
 def test_replay_exit_codes_are_distinct(tmp_path, replay_process):
-    assert replay_process(CORPORA / BASES[0], inject=False, timeout=REPLAY_TIMEOUT_S).returncode == AGREE
-    assert replay_process(CORPORA / BASES[1], inject=False, timeout=REPLAY_TIMEOUT_S).returncode == DIFFER
+    assert replay_process(CORPORA / BASES[0], planted=False, timeout=REPLAY_TIMEOUT_S).returncode == AGREE
+    assert replay_process(CORPORA / BASES[1], planted=False, timeout=REPLAY_TIMEOUT_S).returncode == DIFFER
     truncated = tmp_path / "truncated.json"
     truncated.write_text((CORPORA / BASES[0]).read_text()[:100])
-    result = replay_process(truncated, inject=False, timeout=REPLAY_TIMEOUT_S)
+    result = replay_process(truncated, planted=False, timeout=REPLAY_TIMEOUT_S)
     assert result.returncode == UNREADABLE and "not JSON" in result.stderr
-    assert replay_process(tmp_path / "missing.json", inject=False, timeout=REPLAY_TIMEOUT_S).returncode == UNREADABLE
+    assert replay_process(tmp_path / "missing.json", planted=False, timeout=REPLAY_TIMEOUT_S).returncode == UNREADABLE
 
 
 # --- mutation test: every mutant reads as exactly the case it encodes, or is refused ---------------------------

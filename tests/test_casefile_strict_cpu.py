@@ -27,7 +27,7 @@ from properties.mutants import __main__ as mutants_cli
 
 # Case files of every shape: a regression case without metadata, a saved disagreement, the soak's planted fault.
 BASES = tuple(casefile.CORPORA / name for name in ("regression/all_equal-000.json",
-                                                    "examples/broken-ties-to-highest-index.json",
+                                                    "examples/fault-ties-to-highest-index.json",
                                                     "examples/soak-fault-ties-to-highest-index.json"))
 VERDICT_CASES = casefile.REPO_ROOT / "properties" / "results" / "verdict-cases"  # the plug-in verdicts' cases (results index)
 COMMITTED = sorted(casefile.CORPORA.rglob("*.json")) + sorted(VERDICT_CASES.glob("*.json"))

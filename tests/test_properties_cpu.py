@@ -2,8 +2,8 @@
 
 Each generator makes the edge case it is named for; on those cases the NumPy model picks the stable order of
 c = s + bias, routes each row as if alone, and writes metadata that keeps every invariant; the invariant
-checker catches any single-element change; case files keep every bit; and a deliberately broken
-implementation is caught, saved once, and replayed from the saved file.
+checker catches any single-element change; case files keep every bit; and the planted tie fault is
+caught, saved once, and replayed from the saved file.
 """
 
 import json
@@ -20,7 +20,7 @@ from properties.corpus import draw_cases
 from properties.engine import casefile
 from properties.engine.cases import RoutingCase
 from properties.engine.floats import f32, f32_bits
-from properties.engine.implementations import run_all
+from properties.engine.implementations import PLANTED_TIE_FAULT, run_all
 from properties.engine.invariants import metadata_violations
 from properties.engine.poison import METADATA_POISON
 from properties.inputs import edge_cases
@@ -214,18 +214,18 @@ def test_corpus_draws_are_deterministic():
         assert all(a.same_inputs(b) for a, b in zip(first, second)) and len(first) == 3
 
 
-def test_a_broken_implementation_is_saved_once_and_replays_on_the_cpu(capture_broken, replay_process):
-    saved = capture_broken(["model", "broken"])
+def test_the_planted_fault_is_saved_once_and_replays_on_the_cpu(capture_fault, replay_process):
+    saved = capture_fault(["model"])
     record = casefile.read(saved)
-    assert record.disagreements[0]["implementation"] == "broken"
+    assert record.disagreements[0]["implementation"] == PLANTED_TIE_FAULT
     assert record.origin["property"] == "implementations agree"
     assert record.origin["reproduce_failure"].startswith("@reproduce_failure(")
-    assert not np.array_equal(record.outputs["broken"].ids, record.outputs["model"].ids)
-    recorded = replay_process(saved, inject=False)
+    assert not np.array_equal(record.outputs[PLANTED_TIE_FAULT].ids, record.outputs["model"].ids)
+    recorded = replay_process(saved, planted=False)
     assert recorded.returncode == 1, recorded.stdout + recorded.stderr
-    assert "REPRODUCED" in recorded.stdout and "broken (recorded) ids vs model" in recorded.stdout
-    live = replay_process(saved, inject=True)
-    assert live.returncode == 1 and "\n    broken ids vs model" in live.stdout
+    assert "REPRODUCED" in recorded.stdout and f"{PLANTED_TIE_FAULT} (recorded) ids vs model" in recorded.stdout
+    live = replay_process(saved, planted=True)
+    assert live.returncode == 1 and f"\n    {PLANTED_TIE_FAULT} ids vs model" in live.stdout
 
 
 @pytest.mark.parametrize("offset, count", [(0, 0), (0, EXPERTS), (EXPERTS, 0), (EXPERTS - 1, 1)])

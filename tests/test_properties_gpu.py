@@ -1,7 +1,7 @@
 """GPU tier of the property harness: the model, the Triton oracle, the CuTe kernel and FlashInfer on every
 generator's cases, bit for bit (ids, weight bits, every metadata element, untouched ones included); each row
-routed as if alone and in any position; the regression corpus replayed live; a deliberately broken
-implementation caught, saved and replayed on the GPU.
+routed as if alone and in any position; the regression corpus replayed live; the planted tie fault
+caught, saved and replayed on the GPU.
 
 Examples per property and generator: the Hypothesis profile's max_examples (HYPOTHESIS_PROFILE=gpu: 3,000;
 nightly: 100,000). A disagreement is saved to corpora/failures/ before the test fails.
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from properties.engine import casefile
 from properties.engine.check import check_case
-from properties.engine.implementations import REAL, unavailable
+from properties.engine.implementations import PLANTED_TIE_FAULT, REAL, available, unavailable
 from properties.replay import replay
 from properties.inputs.strategies import GENERATORS
 
@@ -63,14 +63,14 @@ def test_regression_corpus_replays_live(generator):
         assert set(REAL) <= set(live) and found == [], f"{path}: {found[:3]}"
 
 
-def test_a_broken_implementation_is_saved_once_and_replays_on_the_gpu(capture_broken, replay_process):
-    saved = capture_broken(None)
+def test_the_planted_fault_is_saved_once_and_replays_on_the_gpu(capture_fault, replay_process):
+    saved = capture_fault(available())
     record = casefile.read(saved)
-    assert set(REAL) | {"broken"} <= set(record.recorded["by"])
+    assert set(REAL) | {PLANTED_TIE_FAULT} <= set(record.recorded["by"])
     assert record.recorded["environment"]["gpu"] is not None
-    recorded = replay_process(saved, inject=False)
+    recorded = replay_process(saved, planted=False)
     assert recorded.returncode == 1, recorded.stdout + recorded.stderr
     assert "live here: model, triton, cute, flashinfer\n" in recorded.stdout
-    assert "REPRODUCED" in recorded.stdout and "broken (recorded) ids vs model" in recorded.stdout
-    live = replay_process(saved, inject=True)
-    assert live.returncode == 1 and "\n    broken ids vs model" in live.stdout
+    assert "REPRODUCED" in recorded.stdout and f"{PLANTED_TIE_FAULT} (recorded) ids vs model" in recorded.stdout
+    live = replay_process(saved, planted=True)
+    assert live.returncode == 1 and f"\n    {PLANTED_TIE_FAULT} ids vs model" in live.stdout

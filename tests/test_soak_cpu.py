@@ -177,7 +177,7 @@ def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_repla
     assert saved
     case = json.loads(open(saved[0]).read())
     assert len(case["inputs"]["logits"]) == 1, "minimised to the one row that disagrees alone"
-    replay = replay_process(saved[0], inject=False, timeout=300)
+    replay = replay_process(saved[0], planted=False, timeout=300)
     assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
@@ -187,7 +187,7 @@ def test_a_metadata_fault_is_caught_and_saved_whole_and_its_case_file_replays(tm
     assert summary["tally"]["disagreements"]["fault-writes_the_guard"] > 0
     case = json.loads(open(summary["case_files"][0]).read())
     assert case["disagreements"][0]["field"] == "metadata"
-    replay = replay_process(summary["case_files"][0], inject=False, timeout=300)
+    replay = replay_process(summary["case_files"][0], planted=False, timeout=300)
     assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
@@ -284,7 +284,7 @@ def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process)
     """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200 (its summary:
     properties/results/soak-h200-planted-fault.json): replayed here, the recorded fault differs from the live
     model (exit 1) and the recorded model output agrees with it."""
-    replay = replay_process(H200_FAULT_CASE, inject=False, timeout=120)
+    replay = replay_process(H200_FAULT_CASE, planted=False, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
     assert "model (recorded)" not in replay.stdout
@@ -297,7 +297,7 @@ H200_PIPELINED_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index-p
 def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(replay_process):
     """Written in the first batch of the pipelined soak on the H200 (batches in flight, graph branches;
     properties/results/soak-h200-planted-faults-22a1690.json): the recorded fault differs from the live model."""
-    replay = replay_process(H200_PIPELINED_FAULT_CASE, inject=False, timeout=120)
+    replay = replay_process(H200_PIPELINED_FAULT_CASE, planted=False, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
     assert replay.stdout.splitlines()[-1] == "replay: DIFFER (exit 1)"

@@ -4,7 +4,7 @@
     cases.py            RoutingCase (the inputs of one call) and Outputs (what one implementation wrote)
     poison.py           the poison every output buffer starts from
     interface.py        the one interface of every implementation: the kernel's route signature, a Declaration
-    builtins.py         the harness's own: model, triton, cute, flashinfer, broken, the planted faults
+    builtins.py         the harness's own: model, triton, cute, flashinfer, the planted faults
     plugins.py          implementations from outside: --impl NAME=MODULE:ATTR, VERIFY_IMPL, entry points
     implementations.py  the one registry of both, per case and per batch (properties/soak)
     buffers.py          one call's poisoned tensors and the per-case path (case -> Outputs)

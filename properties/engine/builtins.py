@@ -7,14 +7,12 @@ its own call differs) with its declaration.
 - "triton": the Triton oracle ``fused_musespark1x_routing`` (CUDA): ids and weights.
 - "cute": the CuTe DSL kernel ``kernel.routing.route`` (CUDA): ids, weights and metadata.
 - "flashinfer": FlashInfer's routingIndicesDynBlockKernel on the reference's ids (CUDA): metadata only.
-- "broken": the model with ties won by the highest index, a deliberate bug that exists only while the
-  environment sets ROUTING_INJECT_BROKEN=1; it shows that a disagreement is caught, saved and replayed.
-- "fault-ties_to_highest_index", "fault-writes_the_guard": planted faults for the soak's CPU runs
-  (``--fault NAME``): the same bug as "broken", and the model writing the metadata guard.
+- "fault-ties_to_highest_index", "fault-writes_the_guard": the planted faults, the model with ties won by the
+  highest index and the model writing the metadata guard; they run only where named (the soak's ``--fault
+  NAME``, replay's ``--impl``, a test's names) and show that a disagreement is caught, saved and replayed.
 """
 
 import importlib
-import os
 from functools import lru_cache
 
 import torch
@@ -25,7 +23,6 @@ from kernel.layout import EXPERTS, metadata_size
 from properties.engine.interface import Declaration, Implementation
 from properties.engine.poison import METADATA_POISON
 
-BROKEN_ENV = "ROUTING_INJECT_BROKEN"
 FAULT_PREFIX = "fault-"
 ALL_FIELDS = ("ids", "weights", "metadata")
 
@@ -147,12 +144,6 @@ def _flashinfer_reason():
     return _probe(load)
 
 
-def _broken_reason():
-    if os.environ.get(BROKEN_ENV) == "1":
-        return None
-    return f"a deliberate bug, injected only with {BROKEN_ENV}=1"
-
-
 _MODEL_LIKE = dict(writes=ALL_FIELDS, capturable=False)
 _FAULT = dict(on_request=True, **_MODEL_LIKE)
 BUILTINS = (
@@ -164,8 +155,6 @@ BUILTINS = (
                                                    prepare=_prepare_cute)),
     Implementation("flashinfer", route_flashinfer, Declaration(writes=("metadata",), reads_ids=True, device="cuda",
                                                                unavailable=_flashinfer_reason)),
-    Implementation("broken", route_ties_to_highest_index, Declaration(device="cpu", unavailable=_broken_reason,
-                                                                      **_MODEL_LIKE)),
     Implementation(FAULT_PREFIX + "ties_to_highest_index", route_ties_to_highest_index, Declaration(**_FAULT)),
     Implementation(FAULT_PREFIX + "writes_the_guard", route_writes_the_guard, Declaration(**_FAULT)),
 )

@@ -11,17 +11,18 @@ with its reason, never dropped.
 
 from common.provenance import cuda_reason
 from properties.engine import plugins
-from properties.engine.builtins import BROKEN_ENV, BUILTINS, FAULT_PREFIX  # noqa: F401  (BROKEN_ENV: the tests)
+from properties.engine.builtins import BUILTINS, FAULT_PREFIX
 
 from properties.engine.compare import REFERENCE
 
 # The built-ins their declarations put on CUDA, in registry order.
 GPU = tuple(impl.name for impl in BUILTINS if impl.declaration.device == "cuda")
-# The implementations a GPU machine must run: the reference and the CUDA built-ins; "broken" and the planted
-# faults are never required.
+# The implementations a GPU machine must run: the reference and the CUDA built-ins; the planted faults are never
+# required.
 REAL = (REFERENCE, *GPU)
 # The planted faults, by the name ``--fault`` gives them (the registry's "fault-NAME").
 FAULTS = tuple(impl.name.removeprefix(FAULT_PREFIX) for impl in BUILTINS if impl.name.startswith(FAULT_PREFIX))
+PLANTED_TIE_FAULT = FAULT_PREFIX + "ties_to_highest_index"  # the one the tests and the examples plant
 
 REGISTRY = {impl.name: impl for impl in BUILTINS}
 _configured = {"loaded": False, "names": [], "refused": {}, "specs": []}
