@@ -262,7 +262,7 @@ def test_the_prefilters_coverage_calls_each_variants_compile_as_its_signature_ta
 def test_the_harness_digest_follows_what_the_probes_import_not_whole_folders(tmp_path):
     """A resumed run reuses each outcome while the harness digest holds: a file no probe imports, or the kernel
     (each mutant's own digest), leaves it; a probe's module, an import of one, or the prefilter changes it."""
-    for name in ("kernel", "oracles", "properties", "corpora"):
+    for name in ("common", "kernel", "oracles", "properties", "corpora"):
         shutil.copytree(REPO_ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("results", "__pycache__"))
     before = generated.harness_digest(tmp_path)
     (tmp_path / "oracles" / "helper_no_probe_imports.py").write_text("X = 1\n")
