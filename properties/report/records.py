@@ -134,6 +134,9 @@ WHAT = {
         "record writer after the CPU prefilter (294 s on 16 workers): 931 mutants at 523 sites, 37 killed by the "
         "static tier, 48 not viable, 45 equivalent by their digests, 801 still to run through the tiers that call "
         "route (`--resume` takes it)",
+    "verify-deep-cpu-2core-0c20ff6.json": "`make verify-deep` on this project's 2-core CPU machine: the deep tests' "
+        "CPU tier (the harness's slow self-tests, the CPU kill tables, the clean-tree and end-to-end runs) PASS in "
+        "382 s wall, their GPU checks named as not run",
     "verify-cpu-2core-1713650.json": "`make verify` on this project's 2-core CPU machine once the harness's slow "
         "self-tests left the default gate: the CPU tier PASS in 113 s wall (122 s with the report; 5 minutes asked)",
     "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
