@@ -9,6 +9,7 @@ called equivalent by its digests. The score counts each verdict per function and
 
 import ast
 import concurrent.futures
+import functools
 import json
 import shutil
 import subprocess
@@ -21,16 +22,22 @@ from common.provenance import REPO_ROOT
 from properties.mutants import generate, generated, probe, runner
 from properties.mutants.catalog import KERNEL_DIR, STATIC
 
-MUTANTS = generate.generate(KERNEL_DIR)
+
+
+@functools.cache
+def _mutants():
+    """The generated set of the real kernel: made on first use, not at collection, where every pytest-xdist worker
+    would pay its seconds whether or not it runs one of these tests."""
+    return generate.generate(KERNEL_DIR)
 
 
 def test_every_operator_applies_somewhere_and_every_target_file_has_mutants():
-    assert {m.operator for m in MUTANTS} == set(generate.OPERATORS)
-    assert {m.target for m in MUTANTS} == set(generate.TARGETS)
+    assert {m.operator for m in _mutants()} == set(generate.OPERATORS)
+    assert {m.target for m in _mutants()} == set(generate.TARGETS)
 
 
 def test_the_same_source_gives_the_same_set_in_the_same_order_with_unique_names():
-    names = [m.name for m in MUTANTS]
+    names = [m.name for m in _mutants()]
     assert names == [m.name for m in generate.generate(KERNEL_DIR)]
     assert len(set(names)) == len(names)
 
@@ -38,7 +45,7 @@ def test_the_same_source_gives_the_same_set_in_the_same_order_with_unique_names(
 def test_every_mutant_changes_the_syntax_tree_and_edits_its_segment_alone():
     texts = {target: (KERNEL_DIR / target).read_text() for target in generate.TARGETS}
     trees = {target: ast.dump(ast.parse(text)) for target, text in texts.items()}
-    for m in MUTANTS:
+    for m in _mutants():
         text = texts[m.target]
         mutated = m.apply(text)
         assert ast.dump(ast.parse(mutated)) != trees[m.target], m.name
@@ -47,26 +54,26 @@ def test_every_mutant_changes_the_syntax_tree_and_edits_its_segment_alone():
 
 
 def test_every_listed_equivalent_names_a_generated_mutant():
-    names = {m.name for m in MUTANTS}
+    names = {m.name for m in _mutants()}
     missing = sorted(set(generated.LISTED_EQUIVALENT) - names)
     assert not missing, f"listed equivalents that name no generated mutant (update LISTED_EQUIVALENT): {missing}"
     assert all(reason.strip() for reason in generated.LISTED_EQUIVALENT.values())
 
 
 def test_a_mutant_refuses_a_source_that_no_longer_holds_its_segment():
-    m = MUTANTS[0]
+    m = _mutants()[0]
     text = (KERNEL_DIR / m.target).read_text()
     with pytest.raises(ValueError, match=m.name):
         m.apply("\n" * m.start[0] + text)
 
 
 def test_selection_by_name_or_prefix_and_a_name_that_selects_nothing_is_refused():
-    first = MUTANTS[0]
-    assert generated.select(MUTANTS, [first.name]) == [first]
+    first = _mutants()[0]
+    assert generated.select(_mutants(), [first.name]) == [first]
     prefix = f"{first.name.split('.')[0]}.{first.function}"
-    assert first in generated.select(MUTANTS, [prefix])
+    assert first in generated.select(_mutants(), [prefix])
     with pytest.raises(ValueError, match="no_such"):
-        generated.select(MUTANTS, ["no_such"])
+        generated.select(_mutants(), ["no_such"])
 
 
 # ---------------------------------------------------------------------------------------------- a pure refactor
@@ -115,17 +122,17 @@ def refactored(tmp_path_factory):
 def test_a_pure_refactor_keeps_every_mutants_name_and_edit(refactored):
     folder, local = refactored
     after = {m.name: m for m in generate.generate(folder)}
-    assert set(after) == {m.name for m in MUTANTS}
-    for m in MUTANTS:
+    assert set(after) == {m.name for m in _mutants()}
+    for m in _mutants():
         twin = after[m.name]
         assert (twin.operator, twin.old.replace(local + "_renamed", local), twin.new.replace(local + "_renamed", local)) \
             == (m.operator, m.old, m.new), m.name
-    assert any(after[m.name].start != m.start for m in MUTANTS if m.target == "routing.py")
+    assert any(after[m.name].start != m.start for m in _mutants() if m.target == "routing.py")
 
 
 def test_a_pure_refactor_keeps_the_kernels_ptx_and_a_mutants_static_verdict(refactored):
     folder, _ = refactored
-    name = next(m.name for m in MUTANTS if m.operator == generate.PTX_SIBLING and m.target == "primitives.py")
+    name = next(m.name for m in _mutants() if m.operator == generate.PTX_SIBLING and m.target == "primitives.py")
     twin = next(m for m in generate.generate(folder) if m.name == name)
 
     def copy_of(kernel_dir):
@@ -204,10 +211,10 @@ def test_every_mutant_is_reached_through_the_first_line_of_a_statement():
     """Tracing sees a statement's first line, not the other lines of a statement that spans several (a tuple's
     rows), so every mutant's lines must hold a statement's first line."""
     spans = {t: generated.statements((KERNEL_DIR / t).read_text()) for t in generate.TARGETS}
-    for m in MUTANTS:
+    for m in _mutants():
         firsts = {span[2] for span in spans[m.target]}
         assert generated.lines_of(m, spans[m.target]) & firsts, m.name
-    inside = [m for m in MUTANTS if m.start[0] not in {span[2] for span in spans[m.target]}]
+    inside = [m for m in _mutants() if m.start[0] not in {span[2] for span in spans[m.target]}]
     assert inside, "no mutant sits inside a statement of several lines: the check above proves nothing"
 
 
