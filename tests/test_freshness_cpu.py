@@ -66,6 +66,11 @@ def test_the_gate_reports_a_stale_table_and_fails_on_it_only_when_freshness_is_r
     path.write_text(json.dumps(_table({**now, "kernel/routing.py": "0" * 64})))
     part = gate.check_kill_table(path)
     assert not part["fresh"] and "kernel/routing.py changed" in part["why"] and str(path) in part["why"]
+    assert part["why"].endswith(f"refresh it on a GPU: {gate.REFRESH_KILL_TABLE}, then commit it")
+    path.write_text(json.dumps(_table(now)))
+    assert gate.check_kill_table(path)["fresh"] and "refresh" not in gate.check_kill_table(path)["why"]
+    path.write_text(json.dumps(_table({**now, "kernel/routing.py": "0" * 64})))
+    part = gate.check_kill_table(path)
     passing = {"groups": {}, "ran": 3, "unnamed_skips": [], "gpu_checks_not_run": 0, "gpu_checks_passed": 0}
     fi = {"ran": True, "failed": False, "why": "", "seconds": 0.0}
     assert gate.verdict(0, passing, fi, {}, False, kill_table=part) == []

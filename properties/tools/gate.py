@@ -63,6 +63,8 @@ REPORTS = ("verify.json", "junit.xml")
 GPU_NOT_RUN = "GPU check not run"
 CHROMIUM_NOT_RUN = "Chromium not installed"  # properties/report/screenshot.py raises it
 NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN, CHROMIUM_NOT_RUN)
+# What a stale kill table's line tells the reader to run (on a GPU; the runner's --report names the committed table).
+REFRESH_KILL_TABLE = f'make mutants MUTANTS_ARGS="--tier gpu --report {freshness.KILL_TABLE.relative_to(ROOT)}"'
 
 
 def named_skip(reason):
@@ -225,6 +227,8 @@ def check_kill_table(path=freshness.KILL_TABLE):
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fresh, line = False, f"unreadable: {type(exc).__name__}: {exc}"
     why = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {line}"
+    if not fresh:
+        why += f"; refresh it on a GPU: {REFRESH_KILL_TABLE}, then commit it"
     return {"ran": True, "failed": False, "fresh": fresh, "why": why, "seconds": time.monotonic() - started}
 
 
