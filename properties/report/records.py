@@ -14,12 +14,12 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from common.args import OneLineParser
-from common.markdown_block import Block
+from common import markdown_block
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 README = RESULTS / "README.md"
-BLOCK = Block("<!-- records:begin (python -m properties.report.records --update-readme) -->", "<!-- records:end -->")
+BLOCK = markdown_block.Block("<!-- records:begin (python -m properties.report.records --update-readme) -->",
+                             "<!-- records:end -->")
 NOT_HELD = "-"
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}\b")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -312,23 +312,7 @@ def generated(folder=RESULTS):
             + "\n\n### Phase breakdowns and kernel variants\n\n" + record_tables(folder))
 
 
-def main(argv=None):
-    parser = OneLineParser(prog="python -m properties.report.records", description=__doc__)
-    parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
-    args = parser.parse_args(argv)
-    try:
-        made = generated()
-    except ValueError as exc:
-        parser.error(str(exc))
-    if not args.update_readme:
-        print(made)
-        return 0
-    try:
-        README.write_text(BLOCK.replace(README.read_text(), made))
-    except ValueError as exc:
-        parser.error(f"--update-readme: {README}: {exc}")
-    print(f"records index: {README} updated")
-    return 0
+main = markdown_block.command("python -m properties.report.records", __doc__, README, BLOCK, generated, "records index")
 
 
 if __name__ == "__main__":

@@ -11,14 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-from common.args import OneLineParser
-from common.markdown_block import Block
+from common import markdown_block
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 BASELINE = "soak-h200-bench.json"  # 285b9d1: one graph of sequential launches, stages one after another
 NOW = "soak-h200-bench-f362aa5.json"  # batches in flight, graph branches, the draw and compiled model graphed
 README = RESULTS / "README.md"
-BLOCK = Block("<!-- soak-table:begin (python -m properties.soak.table --update-readme) -->", "<!-- soak-table:end -->")
+BLOCK = markdown_block.Block("<!-- soak-table:begin (python -m properties.soak.table --update-readme) -->",
+                             "<!-- soak-table:end -->")
 VARIANTS = (("cute", False, "cute, ids + weights"), ("cute", True, "cute with metadata, tile 8"),
             ("triton", False, "triton, ids + weights"), ("triton", True, "triton (metadata plan, tile 8)"),
             ("flashinfer", True, "flashinfer metadata, tile 8"))
@@ -48,20 +48,7 @@ def table():
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = OneLineParser(prog="python -m properties.soak.table", description=__doc__)
-    parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
-    args = parser.parse_args(argv)
-    made = table()
-    if not args.update_readme:
-        print(made)
-        return 0
-    try:
-        README.write_text(BLOCK.replace(README.read_text(), made))
-    except ValueError as exc:
-        parser.error(f"--update-readme: {README}: {exc}")
-    print(f"soak table: {README} updated")
-    return 0
+main = markdown_block.command("python -m properties.soak.table", __doc__, README, BLOCK, table, "soak table")
 
 
 if __name__ == "__main__":
