@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from common.args import OneLineParser
 
 DEEP_MARKER, SELF_TEST_MARKER = "deep", "selftest"
-MAKE_TEST = f"not {DEEP_MARKER} or {SELF_TEST_MARKER}"  # `make test`'s marker expression: the default tests and the self-tests
+# `make test`'s marker expression (the Makefile spells it; a CPU test holds them equal): default tests and self-tests
+MAKE_TEST = f"not {DEEP_MARKER} or {SELF_TEST_MARKER}"
 KILL_TABLE_ALONE = ("the kill table alone: a mutant is a wrong kernel that every default check must catch, and the "
                     "gate reports whether the committed kill table was made for this tree")
 
