@@ -25,28 +25,20 @@ class Block:
         return f"{head}\n{made.strip(chr(10))}\n{tail}"
 
 
-def command(prog, description, path, block, make, name):
-    """``main(argv)`` of a command that prints what ``make()`` returns or, with --update-readme, writes it as
-    ``block`` of the Markdown file ``path`` and says so (``name`` updated); a ValueError of ``make``, a stray
-    argument or a file without the block: one line, exit 2, nothing written."""
-    from common.args import OneLineParser
-
-    def main(argv=None):
-        parser = OneLineParser(prog=prog, description=description)
-        parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {path}")
-        args = parser.parse_args(argv)
-        try:
-            made = make()
-        except ValueError as exc:
-            parser.error(str(exc))
-        if not args.update_readme:
-            print(made)
-            return 0
-        try:
-            path.write_text(block.replace(path.read_text(), made))
-        except ValueError as exc:
-            parser.error(f"--update-readme: {path}: {exc}")
-        print(f"{name}: {path} updated")
+def print_or_update(parser, update, path, block, make, name):
+    """Print what ``make()`` returns or, when ``update``, write it as ``block`` of the Markdown file ``path`` and
+    say so (``name`` updated); a ValueError of ``make`` or a file without the block: ``parser.error`` (one line,
+    exit 2, nothing written). Returns the exit status."""
+    try:
+        made = make()
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not update:
+        print(made)
         return 0
-
-    return main
+    try:
+        path.write_text(block.replace(path.read_text(), made))
+    except ValueError as exc:
+        parser.error(f"--update-readme: {path}: {exc}")
+    print(f"{name}: {path} updated")
+    return 0

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from common import markdown_block
+from common.args import OneLineParser
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 README = RESULTS / "README.md"
@@ -312,7 +313,11 @@ def generated(folder=RESULTS):
             + "\n\n### Phase breakdowns and kernel variants\n\n" + record_tables(folder))
 
 
-main = markdown_block.command("python -m properties.report.records", __doc__, README, BLOCK, generated, "records index")
+def main(argv=None):
+    parser = OneLineParser(prog="python -m properties.report.records", description=__doc__)
+    parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
+    args = parser.parse_args(argv)
+    return markdown_block.print_or_update(parser, args.update_readme, README, BLOCK, generated, "records index")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from common import markdown_block
+from common.args import OneLineParser
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 BASELINE = "soak-h200-bench.json"  # 285b9d1: one graph of sequential launches, stages one after another
@@ -48,7 +49,11 @@ def table():
     return "\n".join(lines)
 
 
-main = markdown_block.command("python -m properties.soak.table", __doc__, README, BLOCK, table, "soak table")
+def main(argv=None):
+    parser = OneLineParser(prog="python -m properties.soak.table", description=__doc__)
+    parser.add_argument("--update-readme", action="store_true", help=f"rewrite the block in {README}")
+    args = parser.parse_args(argv)
+    return markdown_block.print_or_update(parser, args.update_readme, README, BLOCK, table, "soak table")
 
 
 if __name__ == "__main__":
