@@ -165,7 +165,7 @@ bench: $(STAMP) flashinfer-oracle ## (GPU) the benchmark; BENCH_OUT (reports/ben
 
 # The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
 # kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
-# reports/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only div_rn".
+# reports/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only rcp_then_mul".
 # `make mutants-corpus` copies the minimal cases of the last GPU run (make mutants or make verify) into the
 # committed corpora/mutants/, when a person decides they should replace it.
 .PHONY: mutants mutants-corpus

@@ -46,7 +46,7 @@ def test_the_markers_select_exactly_the_listed_tests_and_each_entry_names_one(ma
 
 def test_an_entry_names_its_parametrisations_or_its_files_tests_and_nothing_else():
     test = depths.Deep("tests/test_x_cpu.py::test_y", "c", "s")
-    assert test.names("tests/test_x_cpu.py::test_y") and test.names("tests/test_x_cpu.py::test_y[div_rn]")
+    assert test.names("tests/test_x_cpu.py::test_y") and test.names("tests/test_x_cpu.py::test_y[rcp_then_mul]")
     assert not test.names("tests/test_x_cpu.py::test_y_and_more") and not test.names("tests/test_x_cpu.py::x_test_y")
     whole = depths.Deep("tests/test_x_cpu.py", "c", "s")
     assert whole.names("tests/test_x_cpu.py::test_y") and whole.names("tests/test_x_cpu.py::test_z[1]")

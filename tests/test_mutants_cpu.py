@@ -10,6 +10,7 @@ writing CPU tensors. Saved minimal cases (corpora/mutants/) must still hold the 
 mutant's must differ from them.
 """
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import disagreements
 from properties.engine.implementations import REGISTRY
 from properties.inputs.families import batches, families
-from properties.mutants import catalog, runner
+from properties.mutants import catalog, generate, runner
 from properties.mutants import probe as mutant_probe
 from properties.mutants.catalog import (
     CATALOG,
@@ -83,7 +84,7 @@ def test_the_real_kernel_passes_the_static_tier_and_the_equivalent_edits_escape_
         assert outcome.launches == real.launches, mutant.name
 
 
-LAUNCH_MUTANTS = ("two_token_kernel_at_tile_1", "token_kernels_at_b_3")
+LAUNCH_MUTANTS = ("token_kernels_at_b_3",)
 
 
 def test_a_mutant_of_what_route_launches_keeps_the_ptx_but_is_not_equivalent():
@@ -128,7 +129,7 @@ def test_each_mutant_is_planned_under_its_familys_tiers_alone():
 
 
 def test_a_contract_mutant_killed_in_its_tiers_passes_and_one_missed_in_a_declared_tier_fails():
-    mutant = next(m for m in CATALOG if m.name == "rows_up_to_9")
+    mutant = next(m for m in CATALOG if m.name == "logits_any_dtype")
     real = {("real", t): runner.Outcome(t, False) for t in TIERS}
     killed = {(mutant.name, t): runner.Outcome(t, True, ["a breach"]) for t in CONTRACT_TIERS}
     failures, rows = runner.verdicts([mutant], TIERS, {**real, **killed})
@@ -244,9 +245,9 @@ def test_a_known_killer_is_tried_first_and_the_sweep_runs_only_when_it_no_longer
 
 
 def test_the_runner_gives_a_differential_probe_its_committed_case_first():
-    name = SAVED_CASES[0].stem
-    mutant = next(m for m in CATALOG if m.name == name)
-    assert runner.known_killers(mutant, "differential") == ("--known", str(SAVED_CASES[0]))
+    path = next(p for p in SAVED_CASES if p.stem in {m.name for m in CATALOG})
+    mutant = next(m for m in CATALOG if m.name == path.stem)
+    assert runner.known_killers(mutant, "differential") == ("--known", str(path))
     assert runner.known_killers(mutant, STATIC) == () and runner.known_killers(None, "differential") == ()
 
 
@@ -284,11 +285,18 @@ def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():
 
 # ---------------------------------------------------------------------------------------------- saved cases
 
+@functools.cache
+def _mutant_names():
+    """The catalog's and the generated set's mutant names: a saved case names one of either (made on first use)."""
+    return {m.name for m in CATALOG} | {m.name for m in generate.generate(catalog.KERNEL_DIR)}
+
+
 @pytest.mark.parametrize("path", SAVED_CASES, ids=lambda p: p.stem)
 def test_a_saved_minimal_case_still_holds_the_models_outputs_and_the_mutants_disagreement(path):
     record = casefile.read(path)
     name = record.origin["mutant"]
-    assert name in {m.name for m in CATALOG}, f"{path.name}: no mutant {name} in the catalog"
+    assert path.stem == name, f"{path.name}: the case of mutant {name} (the runner finds it by its name)"
+    assert name in _mutant_names(), f"{path.name}: no mutant {name} in the catalog or the generated set"
     live = REGISTRY["model"].run(record.case)
     assert disagreements({"model": live, "recorded": record.outputs["model"]}) == [], path.name
     if "fault" not in record.origin:
@@ -318,7 +326,7 @@ def test_a_kernel_call_that_raises_is_raised_not_killed(fake_gpu, monkeypatch):
 
 
 def test_a_declared_tier_that_only_raised_fails_the_run_and_says_so():
-    mutant = next(m for m in CATALOG if m.name == "div_rn")
+    mutant = next(m for m in CATALOG if m.name == "rcp_then_mul")
     outcomes = {("real", STATIC): runner.Outcome(STATIC, False),
                 (mutant.name, STATIC): runner.Outcome(STATIC, False, [], ["variant: float arithmetic raised X"])}
     failures, rows = runner.verdicts([mutant], (STATIC,), outcomes)

@@ -22,7 +22,7 @@ from properties.view import main as view_main
 CORPORA = casefile.CORPORA
 VIEWED = sorted((CORPORA / "examples").glob("*.json")) + sorted((CORPORA / "mutants").glob("*.json"))
 METADATA_CASE = CORPORA / "examples" / "soak-fault-ties-to-highest-index.json"
-WEIGHTS_CASE = CORPORA / "mutants" / "div_rn.json"
+WEIGHTS_CASE = CORPORA / "mutants" / "primitives.div_full_f32.ptx_sibling.1.json"
 VERDICT = {"implementation": "user_kernel", "families": {
     "all_equal": {"weights": {"rows": 10, "rows_differ": 3, "ulp": {"0": 70, "1": 8, "3": 2}}},
     "plain": {"weights": {"rows": 10, "rows_differ": 0, "ulp": {"0": 80}}}}}

@@ -12,8 +12,9 @@ Stages, each mutant stopping at its first kill:
    never called equivalent by it: the tiers that call route must kill it.
 3. The tiers that call the kernel, in order (a tier that killed it in the resumed record first):
    contract-cpu (host code of the contract or of route), differential and contract-gpu (GPU). Each in a
-   fresh process on the mutant's copy (properties/mutants/runner.py's ``run_probe``); the real kernel must
-   pass every tier that runs, so no kill is vacuous.
+   fresh process on the mutant's copy (properties/mutants/runner.py's ``run_probe``; the differential tier
+   tries the mutant's committed minimal case, corpora/mutants/<name>.json, before its sweep); the real kernel
+   must pass every tier that runs, so no kill is vacuous.
 
 A mutant in LISTED_EQUIVALENT (named by site, with the reason) is not run. The record (``score``) holds, per
 file and function and per operator: sites, mutants, equivalent, killed, survived; every survivor's diff. It is
@@ -372,7 +373,7 @@ class Run:
         for tier in plan:
             if self.out_of_time():
                 return
-            o = runner.run_probe(mutant, tier, make_copy=_copy)
+            o = runner.run_probe(mutant, tier, runner.known_killers(mutant, tier), make_copy=_copy)
             with self.lock:
                 self.rows[mutant.name]["tiers"][tier] = {"killed": o.killed, "evidence": o.evidence[:6],
                                                          "raised": o.raised[:3], "case": o.case, "error": o.error,
