@@ -131,10 +131,10 @@ WHAT = {
     "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
         "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
         "file its verdicts depend on",
-    "mutants-generated-h100-243dcff-partial.json": "the generated mutants' first GPU run, stopped by a crash of its "
-        "record writer after the CPU prefilter (294 s on 16 workers): 931 mutants at 523 sites, 37 killed by the "
-        "static tier, 48 not viable, 45 equivalent by their digests, 801 still to run through the tiers that call "
-        "route (`--resume` takes it)",
+    "mutants-generated-h100-3f803cf.json": "the generated mutants' first whole GPU run (`python -m properties.mutants "
+        "generated --tier gpu --jobs 16`, two calls of 479 s and 289 s joined by `--resume`): 931 mutants at 523 "
+        "sites, 624 killed, 48 not viable, 72 crashed, 45 equivalent by their digests, 142 survived (their sites and "
+        "diffs in the record): FAIL, 744 of 886 non-equivalent detected",
     "verify-deep-cpu-2core-0c20ff6.json": "`make verify-deep` on this project's 2-core CPU machine: the deep tests' "
         "CPU tier (the harness's slow self-tests, the CPU kill tables, the clean-tree and end-to-end runs) PASS in "
         "382 s wall, their GPU checks named as not run",
