@@ -19,6 +19,8 @@ import threading
 import pytest
 
 from common.provenance import REPO_ROOT
+from kernel import routing
+from kernel.layout import MAX_TILE, TOP_K, VECTOR_WORDS
 from properties.mutants import generate, generated, probe, runner
 from properties.mutants.catalog import KERNEL_DIR, STATIC
 
@@ -58,6 +60,27 @@ def test_every_listed_equivalent_names_a_generated_mutant():
     missing = sorted(set(generated.LISTED_EQUIVALENT) - names)
     assert not missing, f"listed equivalents that name no generated mutant (update LISTED_EQUIVALENT): {missing}"
     assert all(reason.strip() for reason in generated.LISTED_EQUIVALENT.values())
+
+
+def test_the_padding_bounds_the_listed_equivalents_rely_on():
+    """write_padding's single stores and 16-byte body (kernel/routing.py), over every start <= end of a few
+    tiles: at most 3 single stores on each side, a body of whole 16-byte stores (HEAD_NEVER, TAIL_NEVER,
+    WHOLE_VECTORS)."""
+    words = VECTOR_WORDS
+    for start in range(3 * words * 4):
+        for end in range(start, 3 * words * 4 + words):
+            body_start = min((start + words - 1) & -words, end)
+            body_end = max(body_start, end & -words)
+            assert body_start <= start + words - 1 and end - body_end <= words - 1, (start, end)
+            assert body_start == body_end or (body_start % words == 0 and body_end % words == 0), (start, end)
+
+
+def test_every_cta_count_fits_four_bit_planes():
+    """FIFTH_PLANE: each nibble of cta_table (an expert's CTAs for 1..8 tokens) is at most 8 at every tile."""
+    for tile_n in range(1, MAX_TILE + 1):
+        table = routing.cta_table(tile_n) & 0xFFFFFFFF
+        assert all((table >> (routing.CTA_NIBBLE * c)) & 0xF <= TOP_K for c in range(TOP_K)), tile_n
+        assert max((table >> (routing.CTA_NIBBLE * c)) & 0xF for c in range(TOP_K)) < 1 << 4
 
 
 def test_a_mutant_refuses_a_source_that_no_longer_holds_its_segment():

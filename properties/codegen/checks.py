@@ -5,7 +5,8 @@ the float arithmetic is exactly the Triton oracle's (same opcodes, same expressi
 leaves, oracles/ptx/leaves.py: ex2.approx.f32 without .ftz, div.full.f32, no fma); the bias is loaded only
 before ``griddepcontrol.wait`` and the logits only after it; global writes come only after the wait and none
 after ``launch_dependents``; without metadata no branch follows the wait; the SASS keeps two 128-bit loads on
-each side of the wait and has no FFMA; no local memory; the float constants are the float32 values they name.
+each side of the wait and has no FFMA; no local memory; the float constants are the float32 values they name;
+the lanes' sorting network sorts (the 0-1 principle).
 Used by tests/test_kernel_static_cpu.py and by the mutant probe (properties/mutants/probe.py), which runs them
 on edited copies of the kernel.
 """
@@ -18,7 +19,9 @@ from collections import Counter
 
 import numpy as np
 
+from kernel import network as sorting_network
 from kernel import routing
+from kernel.layout import TOP_K
 from common.provenance import REPO_ROOT
 from oracles.ptx import flow, sass
 from oracles.ptx.float_ops import expression_roots, float_ops
@@ -176,6 +179,25 @@ def constant_problems():
         if getattr(routing, name).bits != want:
             problems.append(f"routing.{name} = {getattr(routing, name).bits:#010x}, float32({value!r}) is {want:#010x}")
     return problems
+
+
+def network_problems(network=None):
+    """The inputs the lanes' sorting network (kernel.network.SORT8, or ``network``) leaves unsorted, of the 2^8
+    binary ones: by the 0-1 principle a network that sorts them sorts every input."""
+    network = sorting_network.SORT8 if network is None else network
+    problems = []
+    for bits in range(1 << TOP_K):
+        values = [(bits >> i) & 1 for i in range(TOP_K)]
+        for i, j in network:
+            values[i], values[j] = max(values[i], values[j]), min(values[i], values[j])
+        if values != sorted(values, reverse=True):
+            problems.append(f"the sorting network leaves the binary input {bits:08b} unsorted: {values}")
+    return problems
+
+
+def source_problems():
+    """What the kernel's module-level facts break, before any compile: its float constants, its network."""
+    return [f"constants: {p}" for p in constant_problems()] + [f"network: {p}" for p in network_problems()]
 
 
 # Checks of the PTX alone, then of the cubin (they need read_cubin).

@@ -56,7 +56,57 @@ NO_SUCH_TABLE = ("cta_table's value for tiles 1..256 is never 2^31 - 1, 2^31 or 
                  "0x87654321, reaches 2^31), so the comparison with 2^31 made strict decides alike")
 WHOLE_WORDS = ("every tensor that reaches the overlap check is 4-byte aligned (the alignment checks come first) and "
                "spans whole 4-byte elements, so a0 and b1 (b0 and a1) differ by a multiple of 4 and x < y - 1 iff x < y")
+UNROLL = "cutlass.range's unroll factor lays the loop out differently; which iterations run and what they compute stay"
+HEAD_NEVER = ("the extra single store (d = 3) is predicated on start + 3 < body_start, and body_start <= start + 3 (the "
+              "next 16-byte boundary, or end when it comes first), so it never runs")
+TAIL_NEVER = ("the extra single store (d = 3) is predicated on body_end + 3 < end, and end - body_end <= 3 (body_end is "
+              "end rounded down to 16 bytes, or body_start = end when that is past it), so it never runs")
+WHOLE_VECTORS = ("the 16-byte loop's indices are body_start plus multiples of 4, and body_end - body_start is a multiple "
+                 "of 4 (both 16-byte boundaries, or equal: no iteration), so i < body_end - 1 iff i < body_end")
+FIFTH_PLANE = ("an expert's CTA count is at most 8 (a nibble of cta_table, bits 0..3), so a fifth bit plane's ballot is "
+               "empty and adds 0 to the scan and the total")
+NO_TOKENS = ("an expert no token picked has ctas = 0 (the select) and count = 0: its loops run no iteration and its "
+             "padding range [first_row, (first + 0) * tile_n) is empty, so entering the block writes nothing")
+WARP_UNIFORM = ("warp_total comes from ballots over the whole warp, the same in every lane, so which lanes store it to "
+                "sWarpCtas[warp] changes no value")
+BLOCK_UNIFORM = ("total sums every warp's sWarpCtas after the barrier, the same in every thread, so which threads store "
+                 "the totals changes no value")
+ROUTE_UNIFORM = ("every thread's ctas is _picked_below over the shared bitmap of picked local experts, complete before "
+                 "any thread reads it, so whichever lanes of whichever token store the totals store the same value "
+                 "(token 1 exists: this path runs at b >= 3)")
+TWO_TOKEN_UNIFORM = ("either token's warp counts the same CTAs, its own picked local experts plus the other token's it "
+                     "did not pick (|A| + |B - A| = |A | B| = |B| + |A - B|), in ballots every lane holds, so whichever "
+                     "lanes of either token store the totals store the same value")
+ONE_TOKEN_UNIFORM = ("ctas is the popcount of a ballot over the warp, the same in every lane, so whichever lanes store "
+                     "the totals store the same value")
+DISTINCT_WORDS = ("the words compared are distinct (each holds its own score's shared address in its low half), so "
+                  "setp.ge decides as setp.gt does")
+ONE_DIMENSION = "the metadata tensor is 1-D (the contract refuses any other), so its shape[-1] is its shape[0]"
 LISTED_EQUIVALENT = {
+    **{f"routing.Routing.write_expert_metadata.int_{step}.{n}": UNROLL for step in ("minus_one", "plus_one")
+       for n in (14, 16)},
+    **{f"routing.Routing.write_padding.int_{step}.3": UNROLL for step in ("minus_one", "plus_one")},
+    "routing.Routing.write_padding.bound_plus_one.0": HEAD_NEVER,
+    "routing.Routing.write_padding.int_minus_one.1": HEAD_NEVER,
+    "routing.Routing.write_padding.bound_plus_one.2": TAIL_NEVER,
+    "routing.Routing.write_padding.int_minus_one.4": TAIL_NEVER,
+    "routing.Routing.write_padding.bound_minus_one.1": WHOLE_VECTORS,
+    "routing.module.int_plus_one.15": FIFTH_PLANE,
+    "routing.Routing.write_expert_metadata.bound_plus_one.0": FIFTH_PLANE,
+    "routing.Routing.write_expert_metadata.compare_boundary.2": NO_TOKENS,
+    "routing.Routing.write_expert_metadata.int_minus_one.13": NO_TOKENS,
+    "routing.Routing.write_expert_metadata.compare_flip.2": WARP_UNIFORM,
+    "routing.Routing.write_expert_metadata.int_plus_one.10": WARP_UNIFORM,
+    "routing.Routing.write_expert_metadata.compare_flip.4": BLOCK_UNIFORM,
+    "routing.Routing.write_expert_metadata.int_plus_one.12": BLOCK_UNIFORM,
+    **{f"routing.Routing.write_route_metadata.{site}": ROUTE_UNIFORM
+       for site in ("bool_swap.0", "compare_flip.0", "int_plus_one.0", "compare_flip.1", "int_plus_one.1")},
+    **{f"routing.Routing.write_two_token_metadata.{site}": TWO_TOKEN_UNIFORM
+       for site in ("bool_swap.0", "compare_flip.18", "int_plus_one.20", "compare_flip.19", "int_plus_one.21")},
+    "routing.Routing.write_one_token_metadata.compare_flip.6": ONE_TOKEN_UNIFORM,
+    "routing.Routing.write_one_token_metadata.int_plus_one.5": ONE_TOKEN_UNIFORM,
+    "primitives.compare_exchange_u64.ptx_sibling.0": DISTINCT_WORDS,
+    "routing.launch_arguments.int_minus_one.2": ONE_DIMENSION,
     "contract.module.int_plus_one.0": CACHE_SIZE_ONLY,
     "contract.module.int_minus_one.0": CACHE_SIZE_ONLY,
     "routing.cta_table.compare_boundary.0": NO_SUCH_TABLE,

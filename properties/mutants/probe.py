@@ -288,7 +288,7 @@ def static(first_kill, variants=None):
     disassembled)."""
     from properties.codegen import checks as codegen_checks
 
-    evidence = [f"constants: {problem}" for problem in codegen_checks.constant_problems()]
+    evidence = codegen_checks.source_problems()
     raised, digests = [], {}
     for metadata, renormalize, tokens in codegen_checks.VARIANTS:
         if variants is not None and (metadata, renormalize, tokens) not in variants:
