@@ -21,6 +21,7 @@ import torch
 from kernel import routing
 from kernel.layout import META_NUM_CTAS
 from common.provenance import REPO_ROOT
+from oracles.numpy_model import route as model_route
 from properties.engine import casefile, device
 from properties.engine.cases import Outputs, RoutingCase
 from properties.engine.compare import disagreements
@@ -281,6 +282,19 @@ def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():
     kinds = {(c.local_expert_offset == 0 and c.num_local_experts == 256, c.num_local_experts == 1,
               c.local_expert_offset + c.num_local_experts == 256) for c in requests}
     assert len(kinds) >= 4, kinds
+
+
+def test_every_batch_also_routes_a_local_range_with_a_pick_just_outside_each_end():
+    """The range's boundaries one expert off (a pick at offset - 1 or at offset + count counted as local) show
+    only when picks sit there: each batch has such a request, at every b."""
+    plan = list(mutant_probe.case_plan(families(), batches))
+    bounded = set()
+    for case in (c for c in plan if c.has_metadata):
+        picks = set(model_route(case.logits, case.bias, mutant_probe.SIMPLE_SCALE, True)[0].ravel().tolist())
+        end = case.local_expert_offset + case.num_local_experts
+        if case.local_expert_offset - 1 in picks and end in picks:
+            bounded.add((case.generator, case.renormalize))
+    assert bounded == {(c.generator, c.renormalize) for c in plan if not c.has_metadata}
 
 
 # ---------------------------------------------------------------------------------------------- saved cases

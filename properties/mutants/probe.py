@@ -13,8 +13,8 @@ static: every variant compiled for sm_90a through properties/codegen/checks.py (
 differential (GPU): first the saved cases of --known (a mutant's known killers: a mismatch there is the kill,
 saved again with this kernel's outputs); else the adversarial row families in batches of b = 1..8, both renormalize settings, scales
 cycling through SCALE_BITS, each batch also with metadata (tiles cycling through TILES; local ranges of all
-experts, none of the picked ones, one picked expert, from the smallest pick on), against the NumPy model bit
-for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
+experts, none of the picked ones, one picked expert, from the smallest pick on; then the experts strictly
+between the two lowest picks, a pick just outside each end), against the NumPy model bit for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
 smallest tile; scale 1.0; a zero bias; each step kept only if the mismatch stays) and saved as a case file.
 A kernel call that raises (a mutant that faults the GPU) is "raised", not a kill: the case that raised is
 saved unminimised (the context is gone) and named in ``raised``. Likewise a static check that raises.
@@ -93,6 +93,13 @@ def _local_requests(ids):
     return (0, EXPERTS), (0, lowest), (int(ids[0, 0]), 1), (lowest, EXPERTS - lowest)
 
 
+def _between_picks(ids):
+    """(offset, count): the experts strictly between the two lowest distinct picks, so that a pick sits just
+    below the local range and one just past it (the range's two boundaries, each one expert off)."""
+    low, high = np.unique(ids)[:2].tolist()
+    return low + 1, high - low - 1
+
+
 def case_plan(all_families, cut):
     """The differential sweep's cases, in order (b = 1 first, every family at each b)."""
     n = 0
@@ -108,6 +115,9 @@ def case_plan(all_families, cut):
                                         generator)
                     yield plain
                     yield replace(plain, tile_n=TILES[n % len(TILES)], local_expert_offset=offset,
+                                  num_local_experts=count)
+                    offset, count = _between_picks(ids)
+                    yield replace(plain, tile_n=TILES[(n + 1) % len(TILES)], local_expert_offset=offset,
                                   num_local_experts=count)
                     n += 1
 
