@@ -230,6 +230,21 @@ def test_a_mutant_survives_only_when_every_planned_tier_ran_and_none_saw_it(tier
     assert (row["verdict"], row["killed_by"]) == want
 
 
+@pytest.mark.parametrize("prefilter,want", [
+    ({"killed": True, "raised": [], "differs": True}, "killed"),
+    ({"killed": True, "raised": ["load placement raised ValueError: no wait"], "differs": True}, "killed"),
+    ({"killed": False, "raised": ["load placement raised ValueError"], "differs": True}, "not_run"),
+], ids=["a check found it", "one check found it, another raised", "only raised"])
+def test_a_static_kill_counts_whatever_another_check_raised(prefilter, want):
+    """A wait removed from a variant: the SASS check finds no ACQBULK while the PTX checks, needing the one wait,
+    raise; the kill is the finding."""
+    mutant = _at(1)
+    run = _Rows(mutant, [], {})
+    run.rows[mutant.name].update(prefilter=prefilter, reach={"decidable": True}, known_kill=None)
+    run.classify(mutant)
+    assert run.rows[mutant.name]["verdict"] == want
+
+
 def test_every_mutant_is_reached_through_the_first_line_of_a_statement():
     """Tracing sees a statement's first line, not the other lines of a statement that spans several (a tuple's
     rows), so every mutant's lines must hold a statement's first line."""

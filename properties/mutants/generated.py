@@ -367,7 +367,7 @@ class Run:
             return []
         if pre is None:
             return []
-        if pre.get("killed") and not pre.get("raised"):
+        if pre.get("killed"):  # a check that found a problem kills, whatever another check that raised could not read
             row.update(verdict="not_viable" if pre.get("not_viable") else "killed", killed_by=STATIC)
             return []
         decidable = row["reach"]["decidable"]
