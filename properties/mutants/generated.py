@@ -82,7 +82,76 @@ ONE_TOKEN_UNIFORM = ("ctas is the popcount of a ballot over the warp, the same i
 DISTINCT_WORDS = ("the words compared are distinct (each holds its own score's shared address in its low half), so "
                   "setp.ge decides as setp.gt does")
 ONE_DIMENSION = "the metadata tensor is 1-D (the contract refuses any other), so its shape[-1] is its shape[0]"
+EXACT_ALWAYS = ("the exact rounds are exact for every input (the speculative rounds' fall-back): a tie flag that is "
+                "never 0, or never the value tested, sends every warp to them, which changes no output, only the time")
+SPURIOUS_TIES = ("holders & (holders - 2) is nonzero whenever two or more lanes hold the best key (and for lane 0 "
+                 "alone): every real tie still sends the warp to the exact rounds, a spurious one costs only time")
+WARP_BARRIER_KEPT = ("the warp barrier still sits between the score stores (_store_scores) and the first score load "
+                     "(_weight's, after pick_row returns), the one order it keeps")
+PICKS_BARRIER_KEPT = ("the barrier still separates the sPicks stores from write_two_token_metadata's loads; "
+                      "_write_weights, now before it, reads only its own warp's scores")
+ZEROING_BARRIER_KEPT = ("the barrier still separates the zeroing of sRoutes and sUsed from every warp's atomic_or on "
+                        "them; only the bias load no longer overlaps it")
+WAIT_KEPT = ("the wait still follows the bias load and precedes every logits load and global write; only the "
+             "barrier now follows it")
+EXPERT_SET_FIRST = ("expert is read only by a warp with a row (write_route_metadata under warp < rows), which sets "
+                    "it in pick_row first: the initial value is never read")
+BIAS_BY_ADDRESS = ("the kernel reads the bias through its base address alone (load_lane at mBias.iterator plus the "
+                   "lane's offset), never through the tensor's layout")
+SCHEDULER_ROWS = ("SCHEDULERS sets the rows of a CTA, its block (BLOCK_THREADS = SCHEDULERS * WARP + WARP) and the "
+                  "CTA count (plain_ctas) together, and with metadata which side of the weights the one barrier "
+                  "falls: every row is still routed by one warp, only the occupancy changes")
+BARRIER_SIDE = ("which side of the weights the one barrier falls at rows = SCHEDULERS: the weights read only their "
+                "own warp's scores, and the metadata comes after the barrier either way")
+GENERAL_PATH = ("tile 8 takes write_expert_metadata, the path exact at every tile, instead of write_route_metadata, "
+                "its faster form where every picked expert fills one CTA")
+IMMEDIATES = ("no immediate the kernel builds is negative, 0xFFFFFFFF or above it (one refused would fail its "
+              "import): the range check guards the primitives' other callers")
+QUARTERS_ALIKE = ("lanes l and l + 8k hold the same pick, so each quarter writes the same rows with the same values: "
+                  "which quarters write changes no value")
+PADDING_TWICE = ("rows padding + 8 to + 11 below end are in write_padding's range too, which writes the same -1 "
+                 "there")
+EMPTY_BODY = "at padding + TOP_K = end write_padding's range is empty"
+SHUFFLE_ORDER = ("the 8 shuffles read lanes 0..7 in another order (k ^ 1), and every use of them is a sum or an OR "
+                 "over all 8")
+NINTH_SHUFFLE = "own[8], a ninth shuffle, is never read: every loop over own stops at TOP_K"
+NONZERO_ONLY = "duplicate is only compared with 0"
+LANE_8_UNREAD = "bit 8 of the ballot (lane 8, lane 0's pick again) is never read: fresh reads bits 0..7"
+OWN_NOT_FRESH = ("an other-token pick equal to local is one this token picked too (local is its own), so fresh is "
+                 "false for it and <= counts nothing more")
+FLAGS_ONLY = ("tokens holds the flag bits 3 + 4t alone (TOKEN_FLAGS), so the extra mask bit 4 * token is never set "
+              "in it")
 LISTED_EQUIVALENT = {
+    **{f"routing._top_k.{site}": EXACT_ALWAYS for site in (
+        "int_minus_one.0", "int_plus_one.0", "bit_swap.0", "bit_swap.2", "int_minus_one.2", "int_minus_one.7",
+        "int_plus_one.7")},
+    "routing._top_k.int_plus_one.2": SPURIOUS_TIES,
+    "routing.pick_row.sync_earlier.0": WARP_BARRIER_KEPT,
+    "routing.pick_row.sync_later.0": WARP_BARRIER_KEPT,
+    "routing.Routing.kernel.sync_later.3": PICKS_BARRIER_KEPT,
+    "routing.Routing.kernel.sync_earlier.5": ZEROING_BARRIER_KEPT,
+    "routing.Routing.kernel.sync_earlier.6": WAIT_KEPT,
+    "routing.Routing.kernel.int_minus_one.13": EXPERT_SET_FIRST,
+    "routing.Routing.kernel.int_plus_one.13": EXPERT_SET_FIRST,
+    "routing._tensors_at.int_minus_one.1": BIAS_BY_ADDRESS,
+    "routing._tensors_at.int_plus_one.1": BIAS_BY_ADDRESS,
+    "routing.module.int_minus_one.0": SCHEDULER_ROWS,
+    "routing.module.int_plus_one.0": SCHEDULER_ROWS,
+    "routing.Routing.kernel.compare_boundary.8": BARRIER_SIDE,
+    "routing.Routing.kernel.compare_boundary.9": GENERAL_PATH,
+    **{f"primitives.Imm.__post_init__.{site}": IMMEDIATES for site in (
+        "int_minus_one.0", "compare_boundary.1", "int_minus_one.1", "int_plus_one.1")},
+    **{f"routing.Routing.write_route.{site}": QUARTERS_ALIKE for site in (
+        "compare_flip.0", "int_plus_one.0", "compare_flip.2", "int_minus_one.2", "int_plus_one.2")},
+    "routing.Routing.write_route.bound_plus_one.0": PADDING_TWICE,
+    "routing.Routing.write_route.compare_boundary.1": EMPTY_BODY,
+    "routing.Routing.write_one_token_metadata.shuffle_lane.0": SHUFFLE_ORDER,
+    "routing.Routing.write_two_token_metadata.shuffle_lane.0": SHUFFLE_ORDER,
+    "routing.Routing.write_two_token_metadata.bound_plus_one.1": NINTH_SHUFFLE,
+    "routing.Routing.write_two_token_metadata.int_plus_one.2": NONZERO_ONLY,
+    "routing.Routing.write_two_token_metadata.compare_boundary.0": LANE_8_UNREAD,
+    "routing.Routing.write_two_token_metadata.compare_boundary.6": OWN_NOT_FRESH,
+    "routing.Routing.write_route_metadata.int_plus_one.3": FLAGS_ONLY,
     **{f"routing.Routing.write_expert_metadata.int_{step}.{n}": UNROLL for step in ("minus_one", "plus_one")
        for n in (14, 16)},
     **{f"routing.Routing.write_padding.int_{step}.3": UNROLL for step in ("minus_one", "plus_one")},
