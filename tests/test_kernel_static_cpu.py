@@ -158,6 +158,18 @@ def test_spills_and_too_many_registers_are_reported(field, value):
     assert CHECKS["resources"]({**real, "resources": {**real["resources"], field: value}}) != []
 
 
+@pytest.mark.parametrize("metadata", [False, True])
+@pytest.mark.parametrize("edit", [", 2, 1", ", 1, 2", "0, 1, 1"], ids=["y", "z", "x"])
+def test_a_block_of_another_shape_is_reported(metadata, edit):
+    """A second or third block dimension (every thread run twice), or another thread count, is reported; the
+    real block's ``.reqntid N, 1, 1`` spelled ``.reqntid N`` passes."""
+    real = compiled(metadata, True)
+    line = next(line for line in real["ptx"].splitlines() if ".reqntid" in line)
+    plain = line.split(",")[0]
+    assert CHECKS["block shape"](_edited(real, "ptx", line, plain)) == []
+    assert CHECKS["block shape"](_edited(real, "ptx", line, plain + edit)) != []
+
+
 def test_sorting_network_sorts_every_zero_one_input():
     """By the 0-1 principle, sorting all 2^8 binary inputs proves the network sorts any input."""
     assert codegen_checks.network_problems() == [] and codegen_checks.source_problems() == []

@@ -6,7 +6,8 @@ leaves, oracles/ptx/leaves.py: ex2.approx.f32 without .ftz, div.full.f32, no fma
 before ``griddepcontrol.wait`` and the logits only after it; global writes come only after the wait and none
 after ``launch_dependents``; without metadata no branch follows the wait; the SASS keeps two 128-bit loads on
 each side of the wait and has no FFMA; no local memory; the float constants are the float32 values they name;
-the lanes' sorting network sorts (the 0-1 principle).
+the lanes' sorting network sorts (the 0-1 principle); the block is one-dimensional, of the threads the
+variant assumes.
 Used by tests/test_kernel_static_cpu.py and by the mutant probe (properties/mutants/probe.py), which runs them
 on edited copies of the kernel.
 """
@@ -21,7 +22,7 @@ import numpy as np
 
 from kernel import network as sorting_network
 from kernel import routing
-from kernel.layout import TOP_K
+from kernel.layout import TOP_K, WARP
 from common.provenance import REPO_ROOT
 from oracles.ptx import flow, sass
 from oracles.ptx.float_ops import expression_roots, float_ops
@@ -162,6 +163,21 @@ def write_placement_problems(ptx_text):
 
 # ---------------------------------------------------------------------------------------------- the rest
 
+REQNTID = re.compile(r"^\s*\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", re.MULTILINE)
+
+
+def block_problems(variant):
+    """The block the PTX requires (``.reqntid``) must be one-dimensional, of the threads the variant's thread
+    arithmetic assumes: BLOCK_THREADS without metadata, a warp per token for the token kernels, THREADS else
+    (the kernel reads threadIdx.x alone, so a second dimension would run every thread twice)."""
+    found = [tuple(int(n or 1) for n in m.groups()) for m in REQNTID.finditer(variant["ptx"])]
+    if variant["metadata"]:
+        threads = variant["tokens"] * WARP if variant["tokens"] else routing.THREADS
+    else:
+        threads = routing.BLOCK_THREADS
+    return [] if found == [(threads, 1, 1)] else [f".reqntid {found}, expected [{(threads, 1, 1)}]"]
+
+
 def resource_problems(usage):
     """No local memory or stack (no spills), at most 255 registers."""
     problems = [f"{field} = {usage[field]}, expected 0" for field in ("local_bytes", "stack_bytes")
@@ -206,6 +222,7 @@ PTX_CHECKS = {
     "load placement": lambda v: load_placement_problems(v["ptx"]),
     "branch after the wait": branch_problems,
     "write placement": lambda v: write_placement_problems(v["ptx"]),
+    "block shape": block_problems,
 }
 CUBIN_CHECKS = {
     "SASS loads and FFMA": lambda v: sass_problems(v["sass"]),
