@@ -147,6 +147,12 @@ WHAT = {
         "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
         "1,623 passed, 0 GPU checks not run, the kill table fresh",
     "verify-h100-ccef250.log": "the log of `verify-h100-ccef250.json`, with the 40 slowest tests",
+    "verify-h100-3f803cf.json": "the default gate on an H100 with the generated-mutant set made on first use and the "
+        "cross-oracle metadata test in 32 parts, run right after the kill table on the same machine (load 17 at its "
+        "start): 89 s wall (96 s with the report; 90 s asked, on an H200), 1,654 passed, 0 GPU checks not run; FAIL on "
+        "one CPU test alone, the results index against the records, stale on that machine only because the call "
+        "installed the kill table it had just made without regenerating the index",
+    "verify-h100-3f803cf.log": "the log of `verify-h100-3f803cf.json`, with the 40 slowest tests",
     "verify-h100-3f173f5.json": "the default gate alone on an H100 (the GPU soak-interruption tests deselected, since moved "
         "to the deep tests): 247 s wall, 1,824 passed and 428 GPU checks, FAIL on one test, the corpus Ctrl-C test "
         "signalling during torch's import (fixed since: it signals once the command draws)",
