@@ -309,7 +309,7 @@ class Routing:
     metadata), and the metadata writers ``write_route_metadata``, ``write_one_token_metadata``,
     ``write_two_token_metadata``, ``write_route``, ``write_expert_metadata`` and ``write_padding``."""
 
-    def __init__(self, metadata: bool, renormalize: bool, tokens: int = 0):
+    def __init__(self, metadata: bool, renormalize: bool, tokens: int):
         self.metadata = metadata
         self.renormalize = renormalize
         self.tokens = tokens
@@ -604,7 +604,7 @@ def _refuse_during_capture():
                            "capture; call kernel.routing.prepare() before capturing")
 
 
-def compile_routing(metadata: bool, renormalize: bool, options: str = "", tokens: int = 0):
+def compile_routing(metadata: bool, renormalize: bool, tokens: int, options: str = ""):
     """``cute.compile`` of one variant with TVM-FFI: symbolic row count, logits row stride a multiple of 4,
     16-byte aligned logits, bias and metadata. Its arguments are ``launch_arguments``' then the stream."""
     return compile_variant(Routing(metadata, renormalize, tokens), options)
@@ -669,14 +669,14 @@ def current_stream(device):
     return torch._C._cuda_getCurrentRawStream(device)
 
 
-def compile_artifacts(metadata: bool, renormalize: bool, folder, arch: str = "sm_90a", tokens: int = 0):
+def compile_artifacts(metadata: bool, renormalize: bool, tokens: int, folder, arch: str = "sm_90a"):
     """(PTX text, cubin bytes) of one variant compiled for ``arch``; needs no GPU. The DSL dumps them into
     ``folder`` (an empty folder of the caller's: parallel processes each pass their own)."""
     folder = str(folder)
     if any(ch.isspace() for ch in folder):
         raise ValueError(f"the DSL's option parser cannot take a dump folder with spaces: {folder!r}")
-    fn = compile_routing(metadata, renormalize, f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}",
-                         tokens)
+    fn = compile_routing(metadata, renormalize, tokens,
+                         f"--keep-ptx --keep-cubin --dump-dir={folder} --gpu-arch={arch}")
     ptx, cubin = fn.__ptx__, fn.__cubin__
     if not isinstance(ptx, str) or ".entry" not in ptx or not isinstance(cubin, bytes):
         raise RuntimeError("the DSL kept no PTX or cubin")
@@ -693,12 +693,12 @@ _launched_on = set()
 _lock = threading.Lock()
 
 
-def compiled_routing(metadata: bool, renormalize: bool, tokens: int = 0):
+def compiled_routing(metadata: bool, renormalize: bool, tokens: int):
     """The compiled variant's TVM-FFI function (``ffi_function``), compiled once per process."""
     key = (bool(metadata), bool(renormalize), int(tokens))
     with _lock:
         if key not in _compiled:
-            _compiled[key] = compile_routing(key[0], key[1], tokens=key[2])
+            _compiled[key] = compile_routing(*key)
         return ffi_function(_compiled[key])
 
 

@@ -135,7 +135,7 @@ def test_compiling_during_capture_raises_a_clear_error():
     graph = torch.cuda.CUDAGraph()
     with pytest.raises(RuntimeError, match="prepare"):
         with torch.cuda.graph(graph):
-            routing.compile_routing(False, True)
+            routing.compile_routing(False, True, 0)
 
 
 # ---------------------------------------------------------------------------------------------- PDL
@@ -305,7 +305,7 @@ def test_a_call_made_while_another_device_is_current_launches_from_the_logits_de
 def test_the_compiled_variant_refuses_launch_arguments_of_another_form():
     """The compiled TVM-FFI function takes the launch arguments route passes and the stream, and refuses a call
     of another form with a TypeError naming it, before anything is launched."""
-    fn = routing.compiled_routing(False, True)
+    fn = routing.compiled_routing(False, True, 0)
     with pytest.raises(TypeError, match="Expects 8 parameters"):
         fn(0, 0, 0, 0, 1, EXPERTS, 1.0)
     with pytest.raises(TypeError, match="Mismatched type on argument #4"):

@@ -78,8 +78,8 @@ def test_routing_lists_its_own_names_and_no_layout_fact():
 
 
 def test_compile_artifacts_writes_where_its_caller_says(tmp_path):
-    ptx, _ = routing.compile_artifacts(False, True, tmp_path)
+    ptx, _ = routing.compile_artifacts(False, True, 0, tmp_path)
     dumped = {p.suffix: p for p in tmp_path.iterdir()}
     assert set(dumped) == {".ptx", ".cubin"} and dumped[".ptx"].read_text() == ptx
     with pytest.raises(ValueError, match="spaces"):
-        routing.compile_artifacts(False, True, tmp_path / "a folder")
+        routing.compile_artifacts(False, True, 0, tmp_path / "a folder")

@@ -199,7 +199,7 @@ def test_a_wrong_constant_is_reported(monkeypatch):
 def _tensor_typed_ptx(metadata, folder):
     """The PTX of the variant launched with fake torch-tensor arguments, as TVM-FFI once took route's tensors:
     the layouts its signature check assumed (symbolic rows, a logits row stride of 4 elements' multiple)."""
-    rows, variant = cute.sym_int(), routing.Routing(metadata, True)
+    rows, variant = cute.sym_int(), routing.Routing(metadata, True, 0)
     args = [make_fake_tensor(Float32, (rows, EXPERTS), stride=(cute.sym_int64(divisibility=4), 1),
                              assumed_align=TENSOR_ALIGN),
             make_fake_tensor(Float32, (EXPERTS,), stride=(1,), assumed_align=TENSOR_ALIGN),

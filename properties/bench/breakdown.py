@@ -56,7 +56,7 @@ class _Stage(routing.Routing):
     """The routing kernel cut after stage ``name`` (or whole, with or without the trigger warp)."""
 
     def __init__(self, name, metadata):
-        super().__init__(metadata, True)
+        super().__init__(metadata, True, 0)
         self.name = name
         self.block = routing.THREADS if metadata else routing.BLOCK_THREADS - (
             routing.WARP if name.endswith("no trigger warp") else 0)

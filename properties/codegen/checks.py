@@ -48,7 +48,7 @@ def artifacts(metadata, renormalize, tokens=0, arch="sm_90a"):
     parallel processes never read each other's files) that is removed afterwards."""
     BUILD.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="routing-artifacts-", dir=BUILD) as folder:
-        return routing.compile_artifacts(metadata, renormalize, folder, arch, tokens)
+        return routing.compile_artifacts(metadata, renormalize, tokens, folder, arch)
 
 
 def compile_variant(metadata, renormalize, tokens=0):

@@ -104,7 +104,7 @@ def coverage(kernel_dir):
     variants = {}
     for key in routing.VARIANT_KEYS:
         with tempfile.TemporaryDirectory(prefix="coverage-") as folder:
-            _, lines = tracer.run(lambda: routing.compile_artifacts(key[0], key[1], folder, tokens=key[2]))
+            _, lines = tracer.run(lambda: routing.compile_artifacts(*key, folder))
         variants[probe.variant_name(*key)] = lines
     _, launches = tracer.run(probe.launch_digest)
     merge = defaultdict(set)
