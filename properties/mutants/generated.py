@@ -121,7 +121,11 @@ OWN_NOT_FRESH = ("an other-token pick equal to local is one this token picked to
                  "false for it and <= counts nothing more")
 FLAGS_ONLY = ("tokens holds the flag bits 3 + 4t alone (TOKEN_FLAGS), so the extra mask bit 4 * token is never set "
               "in it")
+COMPILE_EXAMPLE = ("an example argument of the compile gives it only its type (a dynamic Int32 parameter: the PTX of "
+                   "every variant is the real one's); every launch passes its own value")
 LISTED_EQUIVALENT = {
+    **{f"routing.compile_variant.int_{step}.{n}": COMPILE_EXAMPLE for step in ("minus_one", "plus_one")
+       for n in (4, 6, 7, 8)},
     **{f"routing._top_k.{site}": EXACT_ALWAYS for site in (
         "int_minus_one.0", "int_plus_one.0", "bit_swap.0", "bit_swap.2", "int_minus_one.2", "int_minus_one.7",
         "int_plus_one.7")},
