@@ -170,6 +170,20 @@ def test_a_block_of_another_shape_is_reported(metadata, edit):
     assert CHECKS["block shape"](_edited(real, "ptx", line, plain + edit)) != []
 
 
+@pytest.mark.parametrize("metadata,tokens,barrier", [(False, 0, "bar.warp.sync"), (True, 0, "bar.sync"),
+                                                      (True, 2, "bar.sync")],
+                         ids=["scores", "route words", "picks"])
+def test_a_shared_store_read_with_no_barrier_between_is_reported(metadata, tokens, barrier):
+    """Each barrier between a shared store and the loads of other threads removed in turn, the check names the
+    unordered pair: the warp's scores, the zeroed route words, a token's picks for the other."""
+    real = compiled(metadata, True, tokens)
+    lines = [line for line in real["ptx"].splitlines() if line.strip().startswith(barrier + " ")]
+    assert lines, f"no {barrier} in the variant"
+    for line in lines:
+        problems = CHECKS["shared memory order"](_edited(real, "ptx", line + "\n", ""))
+        assert problems and "no barrier between them" in problems[0], line
+
+
 def test_sorting_network_sorts_every_zero_one_input():
     """By the 0-1 principle, sorting all 2^8 binary inputs proves the network sorts any input."""
     assert codegen_checks.network_problems() == [] and codegen_checks.source_problems() == []

@@ -10,6 +10,7 @@ from oracles.ptx.reader import REGISTER, Instruction, Program, parse
 
 WAIT = "griddepcontrol.wait"
 LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents"
+BARRIERS = frozenset({"bar.sync", "barrier.sync", "bar.warp.sync"})  # a CTA's threads, a warp's lanes
 _PARAM = re.compile(r"_param_(\d+)\b")
 _TOKEN = re.compile(r"%[\w$.]+|[A-Za-z_$][\w$.]*|\d\w*")
 # One value in every lane of the warp, whatever their operands: votes and warp reductions.
@@ -28,9 +29,10 @@ def _successors(program: Program, inst: Instruction):
     return [inst.index + 1]
 
 
-def reachable(program: Program, start: int, stop_opcode: str | None = None) -> set:
+def reachable(program: Program, start: int, stop_opcode: str | frozenset | None = None) -> set:
     """Indices of the instructions that control can reach from instruction ``start`` (itself included),
-    never passing through an instruction whose opcode is ``stop_opcode``."""
+    never passing through an instruction whose opcode is ``stop_opcode`` (or one of a set of them)."""
+    stops = {stop_opcode} if isinstance(stop_opcode, str) else set(stop_opcode or ())
     seen, todo = set(), [start]
     while todo:
         index = todo.pop()
@@ -38,7 +40,7 @@ def reachable(program: Program, start: int, stop_opcode: str | None = None) -> s
             continue
         inst = program.instructions[index]
         seen.add(index)
-        if inst.opcode == stop_opcode and index != start:
+        if inst.opcode in stops and index != start:
             seen.discard(index)
             continue
         todo.extend(_successors(program, inst))

@@ -7,7 +7,7 @@ before ``griddepcontrol.wait`` and the logits only after it; global writes come 
 after ``launch_dependents``; without metadata no branch follows the wait; the SASS keeps two 128-bit loads on
 each side of the wait and has no FFMA; no local memory; the float constants are the float32 values they name;
 the lanes' sorting network sorts (the 0-1 principle); the block is one-dimensional, of the threads the
-variant assumes.
+variant assumes; a barrier stands between every shared store and the shared loads and atomics after it.
 Used by tests/test_kernel_static_cpu.py and by the mutant probe (properties/mutants/probe.py), which runs them
 on edited copies of the kernel.
 """
@@ -161,6 +161,24 @@ def write_placement_problems(ptx_text):
     return problems
 
 
+def shared_order_problems(ptx_text):
+    """Every shared-memory store reaches a later shared load or atomic only through a barrier (bar.sync, or
+    bar.warp.sync): the scores, the zeroed route words, a token's picks and the warps' CTA counts are each read by
+    other threads, and the kernel reads no shared word its own thread stored without a barrier between."""
+    program = parse(ptx_text)
+    problems = []
+    for store in program.instructions:
+        if store.base != "st" or "shared" not in store.types:
+            continue
+        unordered = [program.instructions[i] for i in sorted(flow.reachable(program, store.index, flow.BARRIERS))
+                     if i != store.index and program.instructions[i].base in ("ld", "atom", "red")
+                     and "shared" in program.instructions[i].types]
+        if unordered:
+            problems.append(f"{unordered[0].opcode} (instruction {unordered[0].index}) can follow {store.opcode} "
+                            f"(instruction {store.index}) with no barrier between them")
+    return problems
+
+
 # ---------------------------------------------------------------------------------------------- the rest
 
 REQNTID = re.compile(r"^\s*\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", re.MULTILINE)
@@ -223,6 +241,7 @@ PTX_CHECKS = {
     "branch after the wait": branch_problems,
     "write placement": lambda v: write_placement_problems(v["ptx"]),
     "block shape": block_problems,
+    "shared memory order": lambda v: shared_order_problems(v["ptx"]),
 }
 CUBIN_CHECKS = {
     "SASS loads and FFMA": lambda v: sass_problems(v["sass"]),
