@@ -146,6 +146,9 @@ WHAT = {
         "382 s wall, their GPU checks named as not run",
     "verify-cpu-2core-1713650.json": "`make verify` on this project's 2-core CPU machine once the harness's slow "
         "self-tests left the default gate: the CPU tier PASS in 113 s wall (122 s with the report; 5 minutes asked)",
+    "verify-cpu-2core-f94a6e1.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
+        "the CPU tier PASS in 111 s wall (117 s with the report; 5 minutes asked), 413 GPU checks named as not run, "
+        "the kill table reported STALE by the five changed files its verdicts depend on",
     "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
         "its CI run: the default tests' CPU tier in 291 s wall (5 minutes asked), FAIL on one test, the corpus Ctrl-C "
         "test's command not ending within 20 s of SIGINT under the full suite's load (it passes alone and in make test)",
