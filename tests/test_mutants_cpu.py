@@ -270,6 +270,22 @@ def test_an_exact_kernel_survives_the_whole_sweep(fake_gpu):
     assert not result["killed"] and result["evidence"] == [f"{len(plan)} cases bit-exact"]
 
 
+def test_a_sweep_restricted_to_variants_runs_only_their_cases(fake_gpu):
+    """A mutant whose PTX differs in some variants alone (its host code the real kernel's) is swept on the cases
+    route launches on those: each case's variant is the kernel route picks for its b, tile and settings."""
+    fake_gpu(_no_fault)
+    plan = list(mutant_probe.case_plan(families(), batches))
+    names = {mutant_probe.variant_of(c) for c in plan}
+    assert names == {mutant_probe.variant_name(*key) for key in routing.VARIANT_KEYS}
+    two_token = mutant_probe.variant_name(True, True, 2)
+    assert all((mutant_probe.variant_of(c) == two_token) == (c.has_metadata and c.renormalize and c.b == 2
+                                                             and c.tile_n >= 2) for c in plan)
+    result = mutant_probe.differential("exact", "", variants=[two_token])
+    wanted = sum(mutant_probe.variant_of(c) == two_token for c in plan)
+    assert not result["killed"] and result["evidence"][0].startswith(f"{wanted} cases bit-exact (the variants ")
+    assert 0 < wanted < len(plan) // 8
+
+
 def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():
     plan = list(mutant_probe.case_plan(families(), batches))
     prefix = mutant_probe.GENERATOR_PREFIX

@@ -246,6 +246,21 @@ def test_a_static_kill_counts_whatever_another_check_raised(prefilter, want):
     assert run.rows[mutant.name]["verdict"] == want
 
 
+@pytest.mark.parametrize("decidable,variants,want", [
+    (True, ["metadata=True renormalize=True tokens=2"], ("--variants", "metadata=True renormalize=True tokens=2")),
+    (True, None, ()),
+    (False, ["metadata=True renormalize=True tokens=2"], ()),
+], ids=["device code alone", "launches changed", "host code"])
+def test_the_differential_tier_sweeps_only_the_variants_a_device_mutant_changed(decidable, variants, want):
+    mutant = _at(1)
+    run = _Rows(mutant, [], {})
+    run.rows[mutant.name].update(prefilter={"killed": False, "differs": True, "variants": variants},
+                                 reach={"decidable": decidable})
+    args = run.probe_args(mutant, "differential")
+    assert ("--variants" in args) == bool(want) and args[len(args) - len(want):] == want
+    assert "--variants" not in run.probe_args(mutant, "contract-gpu")
+
+
 def test_every_mutant_is_reached_through_the_first_line_of_a_statement():
     """Tracing sees a statement's first line, not the other lines of a statement that spans several (a tuple's
     rows), so every mutant's lines must hold a statement's first line."""

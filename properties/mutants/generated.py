@@ -286,9 +286,12 @@ class Run:
                 row["prefilter"] = {"killed": True, "not_viable": True, "evidence": [x["error"]], "compiled": 0}
                 continue
             ptx = {**real["ptx_sha256"], **x["ptx_sha256"]}
+            launches = x["launches_sha256"] != real["launches_sha256"]
             row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
                                 "compiled": len(x["ptx_sha256"]), "seconds": x.get("seconds"),
-                                "differs": ptx != real["ptx_sha256"] or x["launches_sha256"] != real["launches_sha256"]}
+                                "differs": ptx != real["ptx_sha256"] or launches,
+                                "variants": None if launches else
+                                sorted(k for k, v in ptx.items() if real["ptx_sha256"].get(k) != v)}
 
     # ---- stage 3: the tiers that call route
     def classify(self, m):
@@ -351,11 +354,22 @@ class Run:
         with interrupts.ThreadPool(max(1, self.jobs)) as pool:
             list(pool.map(lambda chain: self._chain(*chain), chains))
 
+    def probe_args(self, mutant, tier):
+        """The probe's extra arguments: the known killers (runner.known_killers), and for the differential tier of
+        a mutant the machine may decide (its lines in device code alone, its launches the real ones) the variants
+        whose PTX differs, the only ones whose cases can differ."""
+        args = runner.known_killers(mutant, tier)
+        row = self.rows[mutant.name]
+        differing = (row.get("prefilter") or {}).get("variants")
+        if tier == DIFFERENTIAL and row["reach"]["decidable"] and differing:
+            args += ("--variants", *differing)
+        return args
+
     def _chain(self, mutant, plan):
         for tier in plan:
             if self.out_of_time():
                 return
-            o = runner.run_probe(mutant, tier, runner.known_killers(mutant, tier), make_copy=_copy)
+            o = runner.run_probe(mutant, tier, self.probe_args(mutant, tier), make_copy=_copy)
             with self.lock:
                 self.rows[mutant.name]["tiers"][tier] = {"killed": o.killed, "evidence": o.evidence[:6],
                                                          "raised": o.raised[:3], "case": o.case, "error": o.error,

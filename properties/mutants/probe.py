@@ -204,18 +204,32 @@ def known_kill(name, description, paths):
     return None
 
 
-def differential(name, description, known=()):
+def variant_of(case):
+    """The name (variant_name) of the compiled variant route launches for ``case``, by the imported kernel."""
+    from kernel import routing
+
+    tokens = routing.kernel_tokens(case.has_metadata, case.b, case.tile_n or 0)
+    return variant_name(case.has_metadata, case.renormalize, tokens)
+
+
+def differential(name, description, known=(), variants=None):
     """The known killers first (``known``: saved case files); else sweep case_plan until the first mismatch,
-    minimise it, save it, and check that the saved file reproduces it."""
+    minimise it, save it, and check that the saved file reproduces it. With ``variants`` (variant names), sweep
+    only the cases route launches on those: a mutant whose host code is the real kernel's and whose other
+    variants compile to the real PTX gives the real outputs everywhere else."""
     from kernel import routing
 
     killed = known_kill(name, description, known)
     if killed is not None:
         return killed
-    for renormalize in (True, False):
-        routing.prepare(renormalize)
+    if variants is None:
+        for renormalize in (True, False):
+            routing.prepare(renormalize)
+    plan = case_plan(families(), batches)
+    if variants is not None:
+        plan = (case for case in plan if variant_of(case) in variants)
     tried = 0
-    for case in case_plan(families(), batches):
+    for case in plan:
         tried += 1
         run = run_case(case)
         if not run.lines:
@@ -233,7 +247,8 @@ def differential(name, description, known=()):
                     "case": str(path)}
         evidence = [f"case {tried} ({first}) mismatches; minimal: {case.describe()}"] + run.lines[:MISMATCH_LINES]
         return {"killed": True, "evidence": evidence, "raised": [], "case": str(path)}
-    return {"killed": False, "evidence": [f"{tried} cases bit-exact"], "raised": [], "case": None}
+    where = "" if variants is None else f" (the variants {', '.join(sorted(variants))})"
+    return {"killed": False, "evidence": [f"{tried} cases bit-exact{where}"], "raised": [], "case": None}
 
 
 def replay_one(path):
@@ -349,13 +364,15 @@ def main(argv=None):
     parser.add_argument("--case", nargs="*", default=(), help="replay: the case files")
     parser.add_argument("--known", nargs="*", default=(), help="differential: saved cases to try before the sweep")
     parser.add_argument("--first-kill", action="store_true", help="static: stop at the first variant that fails")
+    parser.add_argument("--variants", nargs="+", default=None,
+                        help="differential: sweep only the cases route launches on these variants (variant_name)")
     args = parser.parse_args(argv)
     _check_imported(args.kernel_dir)
     try:
         if args.tier == "static":
             result = static(args.first_kill)
         elif args.tier == "differential":
-            result = differential(args.name, args.description, args.known)
+            result = differential(args.name, args.description, args.known, args.variants)
         elif args.tier.startswith("contract-"):
             result = contract(args.tier == "contract-gpu")
         else:
