@@ -6,33 +6,36 @@ reasons rest on.
 
 CACHE_SIZE_ONLY = ("CACHE_LIMIT only bounds the checked-call cache's size: the cache starting afresh one signature "
                    "sooner or later changes no call's outcome")
-NO_SUCH_TABLE = ("cta_table's value for tiles 1..256 is never 2^31 - 1, 2^31 or 2^31 + 1 (only tile 1's, "
-                 "0x87654321, reaches 2^31), so the comparison with 2^31 made strict decides alike")
+NO_SUCH_TABLE = ("cta_table's value for tiles 1..256 is never 2^31 - 1, 2^31 or 2^31 + 1 (only tile 1's, 0x87654321, "
+                 "reaches 2^31), so the comparison with 2^31 made strict decides alike")
 WHOLE_WORDS = ("every tensor that reaches the overlap check is 4-byte aligned (the alignment checks come first) and "
-               "spans whole 4-byte elements, so a0 and b1 (b0 and a1) differ by a multiple of 4 and x < y - 1 iff x < y")
-UNROLL = "cutlass.range's unroll factor lays the loop out differently; which iterations run and what they compute stay"
-HEAD_NEVER = ("the extra single store (d = 3) is predicated on start + 3 < body_start, and body_start <= start + 3 (the "
-              "next 16-byte boundary, or end when it comes first), so it never runs")
-TAIL_NEVER = ("the extra single store (d = 3) is predicated on body_end + 3 < end, and end - body_end <= 3 (body_end is "
-              "end rounded down to 16 bytes, or body_start = end when that is past it), so it never runs")
-WHOLE_VECTORS = ("the 16-byte loop's indices are body_start plus multiples of 4, and body_end - body_start is a multiple "
-                 "of 4 (both 16-byte boundaries, or equal: no iteration), so i < body_end - 1 iff i < body_end")
-FIFTH_PLANE = ("an expert's CTA count is at most 8 (a nibble of cta_table, bits 0..3), so a fifth bit plane's ballot is "
-               "empty and adds 0 to the scan and the total")
+               "spans whole 4-byte elements, so a0 and b1 (b0 and a1) differ by a multiple of 4 and x < y - 1 iff x < "
+               "y")
+UNROLL = ("cutlass.range's unroll factor lays the loop out differently; which iterations run and what they compute "
+          "stay")
+HEAD_NEVER = ("the extra single store (d = 3) is predicated on start + 3 < body_start, and body_start <= start + 3 "
+              "(the next 16-byte boundary, or end when it comes first), so it never runs")
+TAIL_NEVER = ("the extra single store (d = 3) is predicated on body_end + 3 < end, and end - body_end <= 3 (body_end "
+              "is end rounded down to 16 bytes, or body_start = end when that is past it), so it never runs")
+WHOLE_VECTORS = ("the 16-byte loop's indices are body_start plus multiples of 4, and body_end - body_start is a "
+                 "multiple of 4 (both 16-byte boundaries, or equal: no iteration), so i < body_end - 1 iff i < "
+                 "body_end")
+FIFTH_PLANE = ("an expert's CTA count is at most 8 (a nibble of cta_table, bits 0..3), so a fifth bit plane's ballot "
+               "is empty and adds 0 to the scan and the total")
 NO_TOKENS = ("an expert no token picked has ctas = 0 (the select) and count = 0: its loops run no iteration and its "
              "padding range [first_row, (first + 0) * tile_n) is empty, so entering the block writes nothing")
-WARP_UNIFORM = ("warp_total comes from ballots over the whole warp, the same in every lane, so which lanes store it to "
-                "sWarpCtas[warp] changes no value")
-BLOCK_UNIFORM = ("total sums every warp's sWarpCtas after the barrier, the same in every thread, so which threads store "
-                 "the totals changes no value")
-ROUTE_UNIFORM = ("every thread's ctas is _picked_below over the shared bitmap of picked local experts, complete before "
-                 "any thread reads it, so whichever lanes of whichever token store the totals store the same value "
-                 "(token 1 exists: this path runs at b >= 3)")
-TWO_TOKEN_UNIFORM = ("either token's warp counts the same CTAs, its own picked local experts plus the other token's it "
-                     "did not pick (|A| + |B - A| = |A | B| = |B| + |A - B|), in ballots every lane holds, so whichever "
-                     "lanes of either token store the totals store the same value")
-ONE_TOKEN_UNIFORM = ("ctas is the popcount of a ballot over the warp, the same in every lane, so whichever lanes store "
-                     "the totals store the same value")
+WARP_UNIFORM = ("warp_total comes from ballots over the whole warp, the same in every lane, so which lanes store it "
+                "to sWarpCtas[warp] changes no value")
+BLOCK_UNIFORM = ("total sums every warp's sWarpCtas after the barrier, the same in every thread, so which threads "
+                 "store the totals changes no value")
+ROUTE_UNIFORM = ("every thread's ctas is _picked_below over the shared bitmap of picked local experts, complete "
+                 "before any thread reads it, so whichever lanes of whichever token store the totals store the same "
+                 "value (token 1 exists: this path runs at b >= 3)")
+TWO_TOKEN_UNIFORM = ("either token's warp counts the same CTAs, its own picked local experts plus the other token's "
+                     "it did not pick (|A| + |B - A| = |A | B| = |B| + |A - B|), in ballots every lane holds, so "
+                     "whichever lanes of either token store the totals store the same value")
+ONE_TOKEN_UNIFORM = ("ctas is the popcount of a ballot over the warp, the same in every lane, so whichever lanes "
+                     "store the totals store the same value")
 DISTINCT_WORDS = ("the words compared are distinct (each holds its own score's shared address in its low half), so "
                   "setp.ge decides as setp.gt does")
 ONE_DIMENSION = "the metadata tensor is 1-D (the contract refuses any other), so its shape[-1] is its shape[0]"
@@ -46,10 +49,10 @@ PICKS_BARRIER_KEPT = ("the barrier still separates the sPicks stores from write_
                       "_write_weights, now before it, reads only its own warp's scores")
 ZEROING_BARRIER_KEPT = ("the barrier still separates the zeroing of sRoutes and sUsed from every warp's atomic_or on "
                         "them; only the bias load no longer overlaps it")
-WAIT_KEPT = ("the wait still follows the bias load and precedes every logits load and global write; only the "
-             "barrier now follows it")
-EXPERT_SET_FIRST = ("expert is read only by a warp with a row (write_route_metadata under warp < rows), which sets "
-                    "it in pick_row first: the initial value is never read")
+WAIT_KEPT = ("the wait still follows the bias load and precedes every logits load and global write; only the barrier "
+             "now follows it")
+EXPERT_SET_FIRST = ("expert is read only by a warp with a row (write_route_metadata under warp < rows), which sets it "
+                    "in pick_row first: the initial value is never read")
 BIAS_BY_ADDRESS = ("the kernel reads the bias through its base address alone (load_lane at mBias.iterator plus the "
                    "lane's offset), never through the tensor's layout")
 SCHEDULER_ROWS = ("SCHEDULERS sets the rows of a CTA, its block (BLOCK_THREADS = SCHEDULERS * WARP + WARP) and the "
@@ -63,8 +66,7 @@ IMMEDIATES = ("no immediate the kernel builds is negative, 0xFFFFFFFF or above i
               "import): the range check guards the primitives' other callers")
 QUARTERS_ALIKE = ("lanes l and l + 8k hold the same pick, so each quarter writes the same rows with the same values: "
                   "which quarters write changes no value")
-PADDING_TWICE = ("rows padding + 8 to + 11 below end are in write_padding's range too, which writes the same -1 "
-                 "there")
+PADDING_TWICE = "rows padding + 8 to + 11 below end are in write_padding's range too, which writes the same -1 there"
 EMPTY_BODY = "at padding + TOP_K = end write_padding's range is empty"
 SHUFFLE_ORDER = ("the 8 shuffles read lanes 0..7 in another order (k ^ 1), and every use of them is a sum or an OR "
                  "over all 8")
@@ -73,8 +75,8 @@ NONZERO_ONLY = "duplicate is only compared with 0"
 LANE_8_UNREAD = "bit 8 of the ballot (lane 8, lane 0's pick again) is never read: fresh reads bits 0..7"
 OWN_NOT_FRESH = ("an other-token pick equal to local is one this token picked too (local is its own), so fresh is "
                  "false for it and <= counts nothing more")
-FLAGS_ONLY = ("tokens holds the flag bits 3 + 4t alone (TOKEN_FLAGS), so the extra mask bit 4 * token is never set "
-              "in it")
+FLAGS_ONLY = ("tokens holds the flag bits 3 + 4t alone (TOKEN_FLAGS), so the extra mask bit 4 * token is never set in "
+              "it")
 COMPILE_EXAMPLE = ("an example argument of the compile gives it only its type (a dynamic Int32 parameter: the PTX of "
                    "every variant is the real one's); every launch passes its own value")
 KEPT_ARTIFACTS = ("the pinned DSL keeps a PTX with its .entry and a cubin whenever a compile succeeds, so the guard "

@@ -16,10 +16,10 @@ Stages, each mutant stopping at its first kill:
    tries the mutant's committed minimal case, corpora/mutants/<name>.json, before its sweep); the real kernel
    must pass every tier that runs, so no kill is vacuous.
 
-A mutant listed in properties/mutants/equivalents.py (named by site, with the reason) is not run. The record (``score``) holds, per
-file and function and per operator: sites, mutants, equivalent, killed, survived; every survivor's diff. It is
-written after the prefilter and after each probe, and ``resume`` reuses each mutant's tier outcomes whose
-mutant digest (the edited package's sha256) and harness digest are unchanged.
+A mutant listed in properties/mutants/equivalents.py (named by site, with the reason) is not run. The record
+(``score``) holds, per file and function and per operator: sites, mutants, equivalent, killed, survived; every
+survivor's diff. It is written after the prefilter and after each probe, and ``resume`` reuses each mutant's
+tier outcomes whose mutant digest (the edited package's sha256) and harness digest are unchanged.
 """
 
 import ast

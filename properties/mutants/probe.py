@@ -11,13 +11,15 @@ with no result (the runner reports it: a mutant must be killed by a check, not b
 static: every variant compiled for sm_90a through properties/codegen/checks.py (no GPU needed); with
 --first-kill it stops at the first variant that fails a check (the PTX read before the cubin).
 differential (GPU): first the saved cases of --known (a mutant's known killers: a mismatch there is the kill,
-saved again with this kernel's outputs); else the adversarial row families in batches of b = 1..8, both renormalize settings, scales
-cycling through SCALE_BITS, each batch also with metadata (tiles cycling through TILES; local ranges of all
-experts, none of the picked ones, one picked expert, from the smallest pick on; then the experts strictly
-between the two lowest picks, a pick just outside each end), against the NumPy model bit for bit. At the first mismatch the case is minimised (one row, else the fewest rows; no metadata, else the
-smallest tile; scale 1.0; a zero bias; each step kept only if the mismatch stays) and saved as a case file.
-A kernel call that raises (a mutant that faults the GPU) is "raised", not a kill: the case that raised is
-saved unminimised (the context is gone) and named in ``raised``. Likewise a static check that raises.
+saved again with this kernel's outputs); else the adversarial row families in batches of b = 1..8, both
+renormalize settings, scales cycling through SCALE_BITS, each batch also with metadata (tiles cycling through
+TILES; local ranges of all experts, none of the picked ones, one picked expert, from the smallest pick on; then
+the experts strictly between the two lowest picks, a pick just outside each end), against the NumPy model bit for
+bit. With --variants, only the cases route launches on those variants. At the first mismatch the case is minimised
+(one row, else the fewest rows; no metadata, else the smallest tile; scale 1.0; a zero bias; each step kept only
+if the mismatch stays) and saved as a case file. A kernel call that raises (a mutant that faults the GPU) is
+"raised", not a kill: the case that raised is saved unminimised (the context is gone) and named in ``raised``.
+Likewise a static check that raises.
 replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
 contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py: every targeted call, the
 checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors; killed means
