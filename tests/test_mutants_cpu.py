@@ -286,6 +286,23 @@ def test_a_sweep_restricted_to_variants_runs_only_their_cases(fake_gpu):
     assert 0 < wanted < len(plan) // 8
 
 
+@pytest.mark.parametrize("argv,wanted", [
+    (["differential", "--variants", "no_such"], "no variant named 'no_such'"),
+    (["static", "--variants", "metadata=True renormalize=True tokens=2"], "only the differential tier"),
+], ids=["unknown variant", "another tier"])
+def test_the_probe_refuses_variants_it_cannot_sweep_in_one_line(argv, wanted, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        mutant_probe.main([argv[0], "--kernel-dir", str(Path(routing.__file__).parent),
+                           "--result", str(tmp_path / "r.json"), "--name", "real", *argv[1:]])
+    assert stop.value.code == 2 and wanted in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+
+
+def test_a_sweep_that_compares_no_case_is_no_verdict(fake_gpu):
+    fake_gpu(_no_fault)
+    with pytest.raises(RuntimeError, match="compared no case"):
+        mutant_probe.differential("exact", "", variants=["no_such"])
+
+
 def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():
     plan = list(mutant_probe.case_plan(families(), batches))
     prefix = mutant_probe.GENERATOR_PREFIX

@@ -249,6 +249,8 @@ def differential(name, description, known=(), variants=None):
                     "case": str(path)}
         evidence = [f"case {tried} ({first}) mismatches; minimal: {case.describe()}"] + run.lines[:MISMATCH_LINES]
         return {"killed": True, "evidence": evidence, "raised": [], "case": str(path)}
+    if tried == 0:
+        raise RuntimeError("the sweep compared no case: a run that compared nothing is no verdict")
     where = "" if variants is None else f" (the variants {', '.join(sorted(variants))})"
     return {"killed": False, "evidence": [f"{tried} cases bit-exact{where}"], "raised": [], "case": None}
 
@@ -370,6 +372,15 @@ def main(argv=None):
                         help="differential: sweep only the cases route launches on these variants (variant_name)")
     args = parser.parse_args(argv)
     _check_imported(args.kernel_dir)
+    if args.variants is not None:
+        from kernel import routing
+
+        if args.tier != "differential":
+            parser.error(f"--variants: only the differential tier takes it, not {args.tier}")
+        unknown = sorted(set(args.variants) - {variant_name(*key) for key in routing.VARIANT_KEYS})
+        if unknown:
+            parser.error(f"--variants: no variant named {', '.join(map(repr, unknown))} (names such as "
+                         f"{variant_name(*routing.VARIANT_KEYS[0])!r})")
     try:
         if args.tier == "static":
             result = static(args.first_kill)
