@@ -237,7 +237,8 @@ def test_a_known_killer_is_tried_first_and_the_sweep_runs_only_when_it_no_longer
     fake_gpu(_flip_weights_of_rows_with_inf)
     known = mutant_probe.differential("fake_weights", "")["case"]
     swept = []
-    monkeypatch.setattr(mutant_probe, "case_plan", lambda *a: swept.append(1) or iter(()))
+    plain = next(c for c in mutant_probe.case_plan(families(), batches) if not c.has_metadata)
+    monkeypatch.setattr(mutant_probe, "case_plan", lambda *a: swept.append(1) or iter([plain]))
     result = mutant_probe.differential("fake_weights", "", [known])
     assert result["killed"] and not swept and result["evidence"][0].startswith("its saved case")
     assert casefile.read(result["case"]).origin["first"] == f"saved case {Path(known).name}"
