@@ -281,7 +281,7 @@ def test_a_sweep_restricted_to_variants_runs_only_their_cases(fake_gpu):
     two_token = mutant_probe.variant_name(True, True, 2)
     assert all((mutant_probe.variant_of(c) == two_token) == (c.has_metadata and c.renormalize and c.b == 2
                                                              and c.tile_n >= 2) for c in plan)
-    result = mutant_probe.differential("exact", "", variants=[two_token])
+    result = mutant_probe.differential("exact", "", variant_names=[two_token])
     wanted = sum(mutant_probe.variant_of(c) == two_token for c in plan)
     assert not result["killed"] and result["evidence"][0].startswith(f"{wanted} cases bit-exact (the variants ")
     assert 0 < wanted < len(plan) // 8
@@ -301,7 +301,7 @@ def test_the_probe_refuses_variants_it_cannot_sweep_in_one_line(argv, wanted, tm
 def test_a_sweep_that_compares_no_case_is_no_verdict(fake_gpu):
     fake_gpu(_no_fault)
     with pytest.raises(RuntimeError, match="compared no case"):
-        mutant_probe.differential("exact", "", variants=["no_such"])
+        mutant_probe.differential("exact", "", variant_names=["no_such"])
 
 
 def test_the_sweep_covers_every_family_b_setting_scale_tile_and_request():

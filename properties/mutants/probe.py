@@ -214,22 +214,22 @@ def variant_of(case):
     return variant_name(case.has_metadata, case.renormalize, tokens)
 
 
-def differential(name, description, known=(), variants=None):
+def differential(name, description, known=(), variant_names=None):
     """The known killers first (``known``: saved case files); else sweep case_plan until the first mismatch,
-    minimise it, save it, and check that the saved file reproduces it. With ``variants`` (variant names), sweep
-    only the cases route launches on those: a mutant whose host code is the real kernel's and whose other
+    minimise it, save it, and check that the saved file reproduces it. With ``variant_names`` (variant_name's),
+    sweep only the cases route launches on those: a mutant whose host code is the real kernel's and whose other
     variants compile to the real PTX gives the real outputs everywhere else."""
     from kernel import routing
 
     killed = known_kill(name, description, known)
     if killed is not None:
         return killed
-    if variants is None:
+    plan = case_plan(families(), batches)
+    if variant_names is None:
         for renormalize in (True, False):
             routing.prepare(renormalize)
-    plan = case_plan(families(), batches)
-    if variants is not None:
-        plan = (case for case in plan if variant_of(case) in variants)
+    else:
+        plan = (case for case in plan if variant_of(case) in variant_names)
     tried = 0
     for case in plan:
         tried += 1
@@ -251,7 +251,7 @@ def differential(name, description, known=(), variants=None):
         return {"killed": True, "evidence": evidence, "raised": [], "case": str(path)}
     if tried == 0:
         raise RuntimeError("the sweep compared no case: a run that compared nothing is no verdict")
-    where = "" if variants is None else f" (the variants {', '.join(sorted(variants))})"
+    where = "" if variant_names is None else f" (the variants {', '.join(sorted(variant_names))})"
     return {"killed": False, "evidence": [f"{tried} cases bit-exact{where}"], "raised": [], "case": None}
 
 
