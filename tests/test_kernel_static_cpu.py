@@ -199,6 +199,19 @@ def test_a_network_with_one_comparator_moved_or_dropped_is_reported(position):
                for a, b in moved)
 
 
+def test_kernels_lists_exactly_the_kernels_route_launches(monkeypatch):
+    """prepare() readies KERNELS and the static tier checks it: a kernel route launches that it leaves out, or one
+    it lists that route never launches, is reported (a refused capture, or an unchecked variant, otherwise)."""
+    assert codegen_checks.kernel_set_problems() == []
+    kernels = routing.KERNELS
+    for edited, words in ((kernels[:-1], "does not list"), (kernels[:-1] + ((True, 3),), "never launches"),
+                          (kernels + kernels[-1:], "twice")):
+        monkeypatch.setattr(routing, "KERNELS", edited)
+        problems = codegen_checks.kernel_set_problems()
+        assert problems and any(words in p for p in problems), (edited, problems)
+        assert any(p.startswith("kernels: ") for p in codegen_checks.source_problems())
+
+
 def test_float_constants_are_the_float32_values():
     assert codegen_checks.constant_problems() == []
 

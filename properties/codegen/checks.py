@@ -22,7 +22,7 @@ import numpy as np
 
 from kernel import network as sorting_network
 from kernel import routing
-from kernel.layout import TOP_K, WARP
+from kernel.layout import MAX_TILE, MAX_TOKENS, TOP_K, WARP
 from common.provenance import REPO_ROOT
 from oracles.ptx import flow, sass
 from oracles.ptx.float_ops import expression_roots, float_ops
@@ -229,9 +229,22 @@ def network_problems(network=None):
     return problems
 
 
+def kernel_set_problems():
+    """How routing.KERNELS, the kernels prepare() readies and the static tier checks, differs from the kernels
+    route launches (routing.kernel_tokens over every b and tile, with and without metadata)."""
+    launched = {(metadata, routing.kernel_tokens(metadata, rows, tile)) for metadata in (False, True)
+                for rows in range(1, MAX_TOKENS + 1) for tile in range(1, MAX_TILE + 1)}
+    listed = set(routing.KERNELS)
+    return ([f"route launches {sorted(launched - listed)}, which KERNELS does not list"] * bool(launched - listed) +
+            [f"KERNELS lists {sorted(listed - launched)}, which route never launches"] * bool(listed - launched) +
+            [f"KERNELS lists a kernel twice: {routing.KERNELS}"] * (len(listed) != len(routing.KERNELS)))
+
+
 def source_problems():
-    """What the kernel's module-level facts break, before any compile: its float constants, its network."""
-    return [f"constants: {p}" for p in constant_problems()] + [f"network: {p}" for p in network_problems()]
+    """What the kernel's module-level facts break, before any compile: its float constants, its network, its
+    list of kernels."""
+    return ([f"constants: {p}" for p in constant_problems()] + [f"network: {p}" for p in network_problems()] +
+            [f"kernels: {p}" for p in kernel_set_problems()])
 
 
 # Checks of the PTX alone, then of the cubin (they need read_cubin).

@@ -1,6 +1,7 @@
 """The contract property in one run, for the contract tiers of the mutant catalog (properties/mutants/probe.py):
-the targeted calls of every group, the cache's twins (the signature's on the CPU, the cache's on a GPU) and
-``examples`` drawn calls (derandomized), against whatever ``kernel`` is imported. The tests
+on a GPU prepare() and the launches it readies (launches), the targeted calls of every group, the cache's twins
+(the signature's on the CPU, the cache's on a GPU) and ``examples`` drawn calls (derandomized), against whatever
+``kernel`` is imported. The tests
 (tests/test_contract_property_*.py) run the same parts under the session's Hypothesis profile.
 """
 
@@ -8,7 +9,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 
 from kernel import routing
-from properties.contract import cache
+from properties.contract import cache, launches
 from properties.contract.check import breaches
 from properties.contract.edges import targeted
 from properties.contract.strategies import calls
@@ -75,6 +76,8 @@ def prepare_breaches():
 def run(cuda, examples):
     """The first breach's lines (empty: the imported kernel honours the contract), the cheap parts first."""
     lines = prepare_breaches() if cuda else []
+    if cuda and not lines:
+        lines = launches.breaches(True) + launches.breaches(False)
     if not lines:
         lines = targeted_breaches(cuda, first=True)
     if not lines:

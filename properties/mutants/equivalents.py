@@ -55,9 +55,9 @@ EXPERT_SET_FIRST = ("expert is read only by a warp with a row (write_route_metad
                     "in pick_row first: the initial value is never read")
 BIAS_BY_ADDRESS = ("the kernel reads the bias through its base address alone (load_lane at mBias.iterator plus the "
                    "lane's offset), never through the tensor's layout")
-SCHEDULER_ROWS = ("SCHEDULERS sets the rows of a CTA, its block (BLOCK_THREADS = SCHEDULERS * WARP + WARP) and the "
-                  "CTA count (plain_ctas) together, and with metadata which side of the weights the one barrier "
-                  "falls: every row is still routed by one warp, only the occupancy changes")
+WARM_UP_COVERS = ("prepare's warm-up launches still reach every kernel of KERNELS (b = 1 at any tile launches the "
+                  "one-token kernel, b = 3 at tile 1 the general one), so capture after it compiles and loads nothing "
+                  "as before")
 BARRIER_SIDE = ("which side of the weights the one barrier falls at rows = SCHEDULERS: the weights read only their "
                 "own warp's scores, and the metadata comes after the barrier either way")
 GENERAL_PATH = ("tile 8 takes write_expert_metadata, the path exact at every tile, instead of write_route_metadata, "
@@ -98,8 +98,8 @@ LISTED = {
     "routing.Routing.kernel.int_plus_one.13": EXPERT_SET_FIRST,
     "routing._tensors_at.int_minus_one.1": BIAS_BY_ADDRESS,
     "routing._tensors_at.int_plus_one.1": BIAS_BY_ADDRESS,
-    "routing.module.int_minus_one.0": SCHEDULER_ROWS,
-    "routing.module.int_plus_one.0": SCHEDULER_ROWS,
+    "routing.prepare.int_plus_one.1": WARM_UP_COVERS,
+    "routing.prepare.int_plus_one.2": WARM_UP_COVERS,
     "routing.Routing.kernel.compare_boundary.8": BARRIER_SIDE,
     "routing.Routing.kernel.compare_boundary.9": GENERAL_PATH,
     **{f"primitives.Imm.__post_init__.{site}": IMMEDIATES for site in (

@@ -1,0 +1,99 @@
+"""What route launches, read back from CUDA graphs: after ``prepare()``, every call shape captures without a
+refusal or a compile, as one kernel node whose grid and block are the launch the kernel documents
+(kernel/routing.py's docstring), stated here on its own:
+
+- without metadata, one CTA per four token rows (an SM's four schedulers), of four routing warps and one
+  trigger warp: grid ceil(b / 4), block 160;
+- with metadata, one CTA: a warp per row at b = 1, and at b = 2 with a tile of 2 or more, else eight warps
+  (one per possible row): block 32 * b or 256.
+
+Outputs equal to the model's do not show a launch with CTAs to spare (an extra CTA finds no row to route), a
+second CTA writing the same metadata, or a general kernel where the one-warp-per-row kernel was meant; the graph
+nodes do. Run in a fresh process: a process that launched every shape before ``prepare()`` hides a warm-up
+that missed one.
+"""
+
+import torch
+
+from kernel import routing
+from kernel.layout import EXPERTS, MAX_TOKENS, TOP_K, WARP, metadata_size
+
+ROWS_PER_PLAIN_CTA = 4
+PLAIN_BLOCK = (ROWS_PER_PLAIN_CTA + 1) * WARP
+METADATA_BLOCK = MAX_TOKENS * WARP
+TILES = (1, 2, 3, 8, 256)  # both sides of the b = 2 kernel's tile bound, and the extremes
+
+
+def documented_launch(b, tile_n=None):
+    """((grid), (block)) of the launch route makes for ``b`` rows, with metadata at tile ``tile_n``."""
+    if tile_n is None:
+        return (-(-b // ROWS_PER_PLAIN_CTA), 1, 1), (PLAIN_BLOCK, 1, 1)
+    one_warp_per_row = b == 1 or (b == 2 and tile_n >= 2)
+    return (1, 1, 1), (b * WARP if one_warp_per_row else METADATA_BLOCK, 1, 1)
+
+
+def shapes():
+    """(b, tile_n or None) of every launch shape checked."""
+    return [(b, tile) for b in range(1, MAX_TOKENS + 1) for tile in (None, *TILES)]
+
+
+def _dims(dim3):
+    return dim3.x, dim3.y, dim3.z
+
+
+def kernel_nodes(graph):
+    """((grid), (block)) of each kernel node of a captured ``torch.cuda.CUDAGraph`` made with keep_graph."""
+    from cuda.bindings import runtime as cudart
+
+    def checked(result):
+        error, *values = result
+        if error != cudart.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"reading the captured graph: {error}")
+        return values[0] if len(values) == 1 else values
+
+    raw = cudart.cudaGraph_t(init_value=graph.raw_cuda_graph())
+    _, count = checked(cudart.cudaGraphGetNodes(raw, 0))
+    nodes, _ = checked(cudart.cudaGraphGetNodes(raw, count))
+    launches = []
+    for node in nodes:
+        if checked(cudart.cudaGraphNodeGetType(node)) == cudart.cudaGraphNodeType.cudaGraphNodeTypeKernel:
+            params = checked(cudart.cudaGraphKernelNodeGetParams(node))
+            launches.append((_dims(params.gridDim), _dims(params.blockDim)))
+    return launches
+
+
+def _captured(device, b, tile_n, renormalize):
+    """The kernel nodes of one graph holding route on b rows (with metadata at ``tile_n``, every expert local)."""
+    logits = torch.zeros((b, EXPERTS), dtype=torch.float32, device=device)
+    bias = torch.zeros(EXPERTS, dtype=torch.float32, device=device)
+    ids = torch.empty((b, TOP_K), dtype=torch.int32, device=device)
+    weights = torch.empty((b, TOP_K), dtype=torch.float32, device=device)
+    request = () if tile_n is None else (torch.empty(metadata_size(tile_n), dtype=torch.int32, device=device), 0,
+                                         EXPERTS, tile_n)
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    try:
+        with torch.cuda.graph(graph):
+            routing.route(logits, bias, ids, weights, 1.0, renormalize, *request)
+        return kernel_nodes(graph)
+    finally:
+        graph.reset()
+
+
+def breaches(renormalize=True):
+    """Lines for each shape whose capture after ``prepare(renormalize)`` fails, or whose kernel nodes are not the
+    documented launch; empty when every shape launches as documented."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    routing.prepare(renormalize)
+    lines = []
+    for b, tile_n in shapes():
+        where = f"b={b} " + ("without metadata" if tile_n is None else f"tile_n={tile_n}")
+        try:
+            launches = _captured(device, b, tile_n, renormalize)
+        except Exception as error:  # a refused or broken capture: prepare() left this shape's kernel unready
+            lines.append(f"{where}: capture after prepare({renormalize}) failed: {type(error).__name__}: {error}")
+            continue
+        want = [documented_launch(b, tile_n)]
+        if launches != want:
+            lines.append(f"{where}: launched (grid, block) {launches}, documented {want}")
+    return lines
