@@ -191,8 +191,9 @@ def _fake_route(fault):
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
     """The engine's kernel path on CPU tensors (the probe's sweep through device.py and the registry's "cute"
-    both), saving into tmp_path; returns a fault setter."""
+    both), saving into tmp_path, memcheck finding nothing; returns a fault setter."""
     monkeypatch.setattr(device, "target", lambda: torch.device("cpu"))
+    monkeypatch.setattr(mutant_probe.memcheck, "breaches", lambda: [])
     monkeypatch.setattr(device, "synchronize", lambda: None)
     monkeypatch.setattr(mutant_probe, "SAVED_DIR", tmp_path)
     monkeypatch.setattr(routing, "prepare", lambda renormalize=True: None)
@@ -268,7 +269,23 @@ def test_an_exact_kernel_survives_the_whole_sweep(fake_gpu):
     fake_gpu(_no_fault)
     result = mutant_probe.differential("exact", "")
     plan = list(mutant_probe.case_plan(families(), batches))
-    assert not result["killed"] and result["evidence"] == [f"{len(plan)} cases bit-exact"]
+    assert not result["killed"] and result["evidence"] == [f"{len(plan)} cases bit-exact",
+                                                           "memcheck: every access in bounds"]
+
+
+def test_a_sweep_with_no_mismatch_is_killed_by_a_memcheck_error(fake_gpu, monkeypatch):
+    """An access out of bounds that no output shows (a store one word past a shared array) is a kill."""
+    fake_gpu(_no_fault)
+    found = ["memcheck: Invalid __shared__ write of size 4 bytes"]
+    monkeypatch.setattr(mutant_probe.memcheck, "breaches", lambda: found)
+    result = mutant_probe.differential("exact", "")
+    assert result["killed"] and result["evidence"] == found and result["case"] is None
+
+
+def test_memcheck_without_the_tool_raises_rather_than_passing(monkeypatch):
+    monkeypatch.setattr(mutant_probe.memcheck, "find_sanitizer", lambda: None)
+    with pytest.raises(RuntimeError, match="no compute-sanitizer"):
+        mutant_probe.memcheck.breaches()
 
 
 def test_a_sweep_restricted_to_variants_runs_only_their_cases(fake_gpu):

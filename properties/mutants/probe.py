@@ -48,6 +48,7 @@ import numpy as np
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS
 from oracles.numpy_model import route as model_route
 from common.provenance import REPO_ROOT
+from properties.codegen import memcheck
 from properties.engine import casefile
 from properties.engine.cases import RoutingCase
 from properties.engine.compare import describe as describe_disagreement
@@ -216,7 +217,8 @@ def variant_of(case):
 
 def differential(name, description, known=(), variant_names=None):
     """The known killers first (``known``: saved case files); else sweep case_plan until the first mismatch,
-    minimise it, save it, and check that the saved file reproduces it. With ``variant_names`` (variant_name's),
+    minimise it, save it, and check that the saved file reproduces it; when no case mismatches, the memcheck run
+    (properties/codegen/memcheck.py) for what no output shows. With ``variant_names`` (variant_name's),
     sweep only the cases route launches on those: a mutant whose host code is the real kernel's and whose other
     variants compile to the real PTX gives the real outputs everywhere else."""
     from kernel import routing
@@ -252,7 +254,9 @@ def differential(name, description, known=(), variant_names=None):
     if tried == 0:
         raise RuntimeError("the sweep compared no case: a run that compared nothing is no verdict")
     where = "" if variant_names is None else f" (the variants {', '.join(sorted(variant_names))})"
-    return {"killed": False, "evidence": [f"{tried} cases bit-exact{where}"], "raised": [], "case": None}
+    out_of_bounds = memcheck.breaches()  # an access out of bounds that no output showed
+    return {"killed": bool(out_of_bounds), "evidence": out_of_bounds or [f"{tried} cases bit-exact{where}", "memcheck: "
+            "every access in bounds"], "raised": [], "case": None}
 
 
 def replay_one(path):

@@ -119,6 +119,10 @@ DEEP = (
     Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
          "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
          "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),
+    Deep("tests/test_memcheck_gpu.py",
+         "an access out of bounds that no output shows (a store one word past a shared array), under memcheck",
+         "deep alone: no output comparison can see it; the generated mutants' differential tier runs memcheck on "
+         "every mutant whose outputs all match"),
 )
 
 SELF_TEST = "make test (CI, every commit); deep for the gate: it never runs the kernel"
