@@ -37,28 +37,25 @@ def shapes():
     return [(b, tile) for b in range(1, MAX_TOKENS + 1) for tile in (None, *TILES)]
 
 
-def _dims(dim3):
-    return dim3.x, dim3.y, dim3.z
-
-
 def kernel_nodes(graph):
-    """((grid), (block)) of each kernel node of a captured ``torch.cuda.CUDAGraph`` made with keep_graph."""
-    from cuda.bindings import runtime as cudart
+    """((grid), (block)) of each kernel node of a captured ``torch.cuda.CUDAGraph`` made with keep_graph (the
+    driver's view: the DSL launches library kernels, which the runtime's node query does not take)."""
+    from cuda.bindings import driver
 
     def checked(result):
         error, *values = result
-        if error != cudart.cudaError_t.cudaSuccess:
+        if error != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"reading the captured graph: {error}")
         return values[0] if len(values) == 1 else values
 
-    raw = cudart.cudaGraph_t(init_value=graph.raw_cuda_graph())
-    _, count = checked(cudart.cudaGraphGetNodes(raw, 0))
-    nodes, _ = checked(cudart.cudaGraphGetNodes(raw, count))
+    raw = driver.CUgraph(init_value=graph.raw_cuda_graph())
+    _, count = checked(driver.cuGraphGetNodes(raw, 0))
+    nodes, _ = checked(driver.cuGraphGetNodes(raw, count))
     launches = []
     for node in nodes:
-        if checked(cudart.cudaGraphNodeGetType(node)) == cudart.cudaGraphNodeType.cudaGraphNodeTypeKernel:
-            params = checked(cudart.cudaGraphKernelNodeGetParams(node))
-            launches.append((_dims(params.gridDim), _dims(params.blockDim)))
+        if checked(driver.cuGraphNodeGetType(node)) == driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+            p = checked(driver.cuGraphKernelNodeGetParams(node))
+            launches.append(((p.gridDimX, p.gridDimY, p.gridDimZ), (p.blockDimX, p.blockDimY, p.blockDimZ)))
     return launches
 
 
