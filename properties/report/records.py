@@ -128,6 +128,26 @@ WHAT = {
     "verify-h100-f189379.json": "the gate on an H100: FAIL on the kill table's runner, not the kernel (see "
         "`mutants-h100-f189379.json`)",
     "verify-h100-f189379.log": "the gate's console log (its summary: the .json of the same name)",
+    "verify-h200-8849ba8.json": "the default gate on an H200 once route's launches are read back from CUDA graphs "
+        "(two tests) and memcheck joined the deep tests, run right after another gate on the same machine (load 16 at "
+        "its start): PASS, 109 s wall (122 s with the report; 90 s asked), 1,717 passed, 0 GPU checks not run; the "
+        "committed kill table was not carried to the machine, so it reads STALE here (the fresh one, made minutes "
+        "before at 8849ba8, is `kill-table.json`)",
+    "verify-h200-8849ba8.log": "the log of `verify-h200-8849ba8.json`, with the 40 slowest tests",
+    "bench-h200-8849ba8.json": "`make bench` on an H200 (load 11.6 at its start): graphed, the kernel alone "
+        "1.03-1.09 us and with metadata 1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short "
+        "of 1.3x); eager route() 7.0-10.6 us alone and 8.1-12.0 us with metadata, its parts per b",
+    "eager-floors-h200-cd04ca3.json": "where an eager route() spends its host time on an idle H200 host (load 0.4), "
+        "from one exploration run (its method in the file), and the floor of a launch issued from Python: an empty "
+        "kernel through ctypes costs 5.5 us (cuLaunchKernel) and 4.5 us (cuLaunchKernelEx with PDL) per call, more "
+        "than route's compiled TVM-FFI call (3.6-5.7 us); route() 7.2-12.4 us, its signature 2.1-5.0 us",
+    "mutants-generated-h200-8849ba8-survivors.json": "the 38 generated mutants left by "
+        "`mutants-generated-cpu-2core-5e7c609-survivors.json` (less two now listed equivalent, plus the two of "
+        "SCHEDULERS no longer listed), through the GPU tiers once the contract's GPU tier reads the launches back "
+        "from CUDA graphs and the differential tier runs memcheck: 31 killed, 7 survived (four metadata range "
+        "bounds, two kernel choices the differential-only plan never sends to the launch check, and _launch's "
+        "device comparison, visible on two GPUs only); made on the tree committed as 8849ba8 (its provenance names "
+        "cd04ca3, the tree's last commit then, its two fixes uncommitted)",
     "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
         "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
         "file its verdicts depend on",
