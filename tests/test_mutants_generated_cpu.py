@@ -246,6 +246,18 @@ def test_a_static_kill_counts_whatever_another_check_raised(prefilter, want):
     assert run.rows[mutant.name]["verdict"] == want
 
 
+@pytest.mark.parametrize("launches,want", [
+    (False, ["differential"]), (True, ["differential", "contract-gpu"])], ids=["same launches", "launches changed"])
+def test_a_device_mutant_that_changes_what_route_launches_also_meets_the_launch_check(launches, want):
+    """A kernel launched in place of another (kernel_tokens' bound moved) gives the same outputs: the contract's
+    GPU tier, which reads the launches back from CUDA graphs, must see it."""
+    mutant = _at(1)
+    run = _Rows(mutant, [], {})
+    run.rows[mutant.name].update(prefilter={"killed": False, "differs": True, "launches": launches},
+                                 reach={"decidable": True}, known_kill=None)
+    assert run.classify(mutant) == want and run.rows[mutant.name]["plan"] == want
+
+
 @pytest.mark.parametrize("decidable,variants,want", [
     (True, ["metadata=True renormalize=True tokens=2"], ("--variants", "metadata=True renormalize=True tokens=2")),
     (True, None, ()),

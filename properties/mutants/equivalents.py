@@ -55,6 +55,9 @@ EXPERT_SET_FIRST = ("expert is read only by a warp with a row (write_route_metad
                     "in pick_row first: the initial value is never read")
 BIAS_BY_ADDRESS = ("the kernel reads the bias through its base address alone (load_lane at mBias.iterator plus the "
                    "lane's offset), never through the tensor's layout")
+IMPLIED_BOUND = ("the term x < num_local is implied by the x < local beside it: the count it feeds is read only by a "
+                 "lane whose own local lies in [0, num_local) (write_route's guard), so x < local < num_local, and "
+                 "x <= num_local decides alike")
 WARM_UP_COVERS = ("prepare's warm-up launches still reach every kernel of KERNELS (b = 1 at any tile launches the "
                   "one-token kernel, b = 3 at tile 1 the general one), so capture after it compiles and loads nothing "
                   "as before")
@@ -109,6 +112,9 @@ LISTED = {
     "routing.Routing.write_route.bound_plus_one.0": PADDING_TWICE,
     "routing.Routing.write_route.compare_boundary.1": EMPTY_BODY,
     "routing.Routing.write_one_token_metadata.shuffle_lane.0": SHUFFLE_ORDER,
+    "routing.Routing.write_one_token_metadata.compare_boundary.1": IMPLIED_BOUND,
+    "routing.Routing.write_two_token_metadata.compare_boundary.2": IMPLIED_BOUND,
+    "routing.Routing.write_two_token_metadata.compare_boundary.5": IMPLIED_BOUND,
     "routing.Routing.write_two_token_metadata.shuffle_lane.0": SHUFFLE_ORDER,
     "routing.Routing.write_two_token_metadata.bound_plus_one.1": NINTH_SHUFFLE,
     "routing.Routing.write_two_token_metadata.int_plus_one.2": NONZERO_ONLY,

@@ -118,14 +118,15 @@ def reach(mutant, coverage, spans=()):
     return variants, launch, decidable
 
 
-def tiers_after_prefilter(mutant, decidable, differs):
+def tiers_after_prefilter(mutant, decidable, differs, launches=False):
     """The tiers that call route, in order, for a mutant the static tier did not kill: the contract's first for the
     contract and for host code that compiles to the real PTX, the differential first where the PTX or launches
-    changed."""
+    changed; where what route launches changed (``launches``: the launch digest), also the contract's GPU tier,
+    which reads the launches back (a kernel launched in place of another gives the same outputs)."""
     if mutant.contract:
         return [CONTRACT_CPU, CONTRACT_GPU] + ([DIFFERENTIAL] if differs else [])
     if decidable:
-        return [DIFFERENTIAL]
+        return [DIFFERENTIAL] + ([CONTRACT_GPU] if launches else [])
     return [DIFFERENTIAL, CONTRACT_CPU, CONTRACT_GPU] if differs else [CONTRACT_CPU, DIFFERENTIAL, CONTRACT_GPU]
 
 
@@ -289,7 +290,7 @@ class Run:
             launches = x["launches_sha256"] != real["launches_sha256"]
             row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
                                 "compiled": len(x["ptx_sha256"]), "seconds": x.get("seconds"),
-                                "differs": ptx != real["ptx_sha256"] or launches,
+                                "differs": ptx != real["ptx_sha256"] or launches, "launches": launches,
                                 "variants": None if launches else
                                 sorted(k for k, v in ptx.items() if real["ptx_sha256"].get(k) != v)}
 
@@ -309,7 +310,7 @@ class Run:
         if decidable and not pre.get("differs"):
             row.update(verdict="equivalent", equivalence="the real kernel's PTX for every variant and its launches")
             return []
-        plan = tiers_after_prefilter(m, decidable, pre.get("differs"))
+        plan = tiers_after_prefilter(m, decidable, pre.get("differs"), pre.get("launches", False))
         if row["known_kill"] in plan:
             plan.remove(row["known_kill"])
             plan.insert(0, row["known_kill"])
