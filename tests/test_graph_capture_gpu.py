@@ -2,7 +2,10 @@
 then one CUDA graph holding a route of every launch shape (b = 1..8, without metadata and with it at tiles
 that select each kernel of KERNELS, two local expert ranges), replayed on new logits and compared bit for bit
 with the NumPy model; capture must compile nothing (compile_routing, compile_variant and cute.compile are
-counted from after prepare()), so a prepare() that missed a variant fails here, not in an engine."""
+counted from after prepare()), so a prepare() that missed a variant fails here, not in an engine. First each
+shape in a graph of its own, its one kernel node's grid and block read back against the documented launch
+(properties/contract/launches.py): outputs do not show a CTA to spare or the general kernel launched where the
+one-warp-per-row kernel was meant."""
 
 import json
 import os
@@ -31,6 +34,7 @@ import torch
 from kernel import routing
 from kernel.layout import EXPERTS, MAX_TOKENS, TOP_K, metadata_size
 from oracles import numpy_model as model
+from properties.contract import launches
 from properties.engine.poison import IDS_POISON, METADATA_POISON, METADATA_SLACK, WEIGHT_POISON_BITS
 
 renormalize = sys.argv[1] == "1"
@@ -52,6 +56,7 @@ def counted(name, fn):
 routing.compile_routing = counted("compile_routing", routing.compile_routing)
 routing.compile_variant = counted("compile_variant", routing.compile_variant)
 routing.cute.compile = counted("cute.compile", routing.cute.compile)
+launched_otherwise = launches.breaches(renormalize)  # each shape in a graph of its own, its kernel node read back
 
 bias = torch.from_numpy((np.random.default_rng(7).standard_normal(EXPERTS) * 0.1).astype(np.float32)).to(device)
 shapes = []
@@ -110,7 +115,8 @@ for n, draw in enumerate(rounds):
         if request is not None:
             assert np.array_equal(metadata.cpu().numpy(), want_meta), f"{where}: metadata differs"
 print(json.dumps({"shapes": len(shapes), "rounds": len(rounds), "compiles_during_capture": captured_compiles,
-                  "compiles_after_prepare": compiles}))
+                  "compiles_after_prepare": compiles, "launch_shapes": len(launches.shapes()),
+                  "launched_otherwise": launched_otherwise}))
 '''
 
 
@@ -123,3 +129,5 @@ def test_every_launch_shape_captured_right_after_prepare_replays_the_models_bits
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["shapes"] == 8 * (1 + len(TILES) * len(LOCAL)) and result["rounds"] == 3
     assert result["compiles_during_capture"] == [] and result["compiles_after_prepare"] == [], result
+    assert result["launch_shapes"] == 48 and result["launched_otherwise"] == [], \
+        "\n".join(result["launched_otherwise"][:12])
