@@ -48,6 +48,8 @@ WHAT = {
         "the PDL chain 1.39-1.63x",
     "bench-h200.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench-h200.json`): "
         "its tables are below",
+    "bench-h200-d559af4.json": "the `make bench` record before, on an H200 at d559af4 (the kernel's device code the "
+        "same as now)",
     "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
         "the kernel cut after each phase, each cut timed (table below)",
     "breakdown-h200-1b1f355.json": "the phase breakdown after the speculative top-8 rounds (table below)",
@@ -134,9 +136,6 @@ WHAT = {
         "committed kill table was not carried to the machine, so it reads STALE here (the fresh one, made minutes "
         "before at 8849ba8, is `kill-table.json`)",
     "verify-h200-8849ba8.log": "the log of `verify-h200-8849ba8.json`, with the 40 slowest tests",
-    "bench-h200-8849ba8.json": "`make bench` on an H200 (load 11.6 at its start): graphed, the kernel alone "
-        "1.03-1.09 us and with metadata 1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short "
-        "of 1.3x); eager route() 7.0-10.6 us alone and 8.1-12.0 us with metadata, its parts per b",
     "eager-floors-h200-cd04ca3.json": "where an eager route() spends its host time on an idle H200 host (load 0.4), "
         "from one exploration run (its method in the file), and the floor of a launch issued from Python: an empty "
         "kernel through ctypes costs 5.5 us (cuLaunchKernel) and 4.5 us (cuLaunchKernelEx with PDL) per call, more "
