@@ -84,6 +84,23 @@ def test_every_cta_count_fits_four_bit_planes():
         assert max((table >> (routing.CTA_NIBBLE * c)) & 0xF for c in range(TOP_K)) < 1 << 4
 
 
+@pytest.mark.parametrize("needle", ["if lane == WARP - 1:", "SCHEDULERS = 4",
+                                    "return (rows + SCHEDULERS - 1) // SCHEDULERS"],
+                         ids=["in a method", "at module level", "in a function"])
+def test_an_edit_is_parsed_in_its_smallest_block_alone_and_dropped_when_it_breaks_it(needle):
+    """Each mutant's parse check reads the smallest function or top-level statement holding its edit (a few lines,
+    not the whole file, 900 times): an edit that breaks the syntax there is refused, a harmless one kept."""
+    text = (KERNEL_DIR / "routing.py").read_text()
+    spans = generate.blocks(ast.parse(text))
+    line = next(i for i, source in enumerate(text.splitlines(), 1) if needle in source)
+    broken = text.replace(needle, needle.replace(" ", " ) ", 1), 1)
+    kept = text.replace(needle, needle + "  # a comment", 1)
+    assert not generate.parses(broken, text, line, line, spans)
+    assert generate.parses(kept, text, line, line, spans)
+    with pytest.raises(SyntaxError):
+        compile(broken, "routing.py", "exec", ast.PyCF_ONLY_AST)
+
+
 def test_a_mutant_refuses_a_source_that_no_longer_holds_its_segment():
     m = _mutants()[0]
     text = (KERNEL_DIR / m.target).read_text()

@@ -355,19 +355,42 @@ def _called(call):
 
 # ---------------------------------------------------------------------------------------------- the set
 
+def blocks(tree):
+    """(first line, last line, indentation) of every function (its decorators included) and every top-level
+    statement of a parsed file: the smallest one holding an edit parses alone exactly when the file does."""
+    top = {id(node) for node in tree.body}
+    return [(min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())]), node.end_lineno,
+             node.col_offset) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(node) in top]
+
+
+def parses(mutated, text, start, end, spans, target="<mutant>"):
+    """Whether ``mutated`` (``text`` with lines ``start``..``end`` edited) still parses, read in the smallest block
+    of ``spans`` (blocks()) holding the edit, dedented: a block of some lines, not the whole file, per mutant."""
+    first, last, indent = min((s for s in spans if s[0] <= start <= end <= s[1]), key=lambda s: s[1] - s[0])
+    shift = mutated.count("\n") - text.count("\n")
+    lines = mutated.splitlines(keepends=True)[first - 1:last + shift]
+    chunk = "".join(line[indent:] if not line[:indent].strip() else line for line in lines)
+    try:
+        compile(chunk, target, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError:
+        return False
+    return True
+
+
 def mutants_of(target, text):
     """The mutants of one file's source ``text``, in source order, named; no-ops (an edit that leaves its segment's
     text, or swaps equal nodes) and repeats left out. Every other edit changes an operator, a constant, an
     instruction string or the order of nodes, so it changes the syntax tree."""
     sites = _Sites(text, target)
-    sites.visit(ast.parse(text))
+    tree = ast.parse(text)
+    sites.visit(tree)
+    spans = blocks(tree)
     ordinals, seen, out = {}, set(), []
     for function, operator, start, end, old, new in sorted(sites.found, key=lambda s: (s[2], s[3], s[1], s[5])):
         mutant = Mutant(target, function, operator, 0, start, end, old, new)
         mutated = mutant.apply(text)
-        try:
-            compile(mutated, target, "exec", ast.PyCF_ONLY_AST)
-        except SyntaxError:
+        if not parses(mutated, text, start[0], end[0], spans, target):
             continue  # the operator's text does not parse here: no mutant
         if mutated in seen:
             continue
