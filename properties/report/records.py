@@ -48,8 +48,10 @@ WHAT = {
         "the PDL chain 1.39-1.63x",
     "bench-h200.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench-h200.json`): "
         "its tables are below",
-    "bench-h200-d559af4.json": "the `make bench` record before, on an H200 at d559af4 (the kernel's device code the "
-        "same as now)",
+    "bench-h200-8849ba8.json": "`make bench` on an H200 at 8849ba8 (load 11.6 at its start; no phase breakdown at "
+        "this commit, so not the committed bench record): graphed, the kernel alone 1.03-1.09 us and with metadata "
+        "1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short of 1.3x); eager route() "
+        "7.0-10.6 us alone and 8.1-12.0 us with metadata, its parts per b",
     "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
         "the kernel cut after each phase, each cut timed (table below)",
     "breakdown-h200-1b1f355.json": "the phase breakdown after the speculative top-8 rounds (table below)",
