@@ -252,6 +252,8 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
              "compiled_call_us": 1.0}
     monkeypatch.setattr(cli, "eager_parts", lambda problem, name, calls: {
         **parts, "compiled_call_us": 1.0 if name == "cute" else 1.5, "calls": calls})
+    monkeypatch.setattr(cli, "launch_floor", lambda calls: {"cuLaunchKernel_us": 2.0, "cuLaunchKernelEx_pdl_us": 2.5,
+                                                            "calls": calls})
     record = tmp_path / "verify.json"
     record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
     out = tmp_path / "bench.json"
@@ -269,6 +271,7 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     assert chain["median_us"] == (chain_us + 4.0) / 2 - (producer_us + 0.5)
     assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}
     assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": eager_calls}
+    assert results["launch_floor"] == {"cuLaunchKernel_us": 2.0, "cuLaunchKernelEx_pdl_us": 2.5, "calls": eager_calls}
     assert results["information"]["flashinfer_fused"]["8"]["weights"] == 64
     assert results["verify"]["flashinfer_fused"]["1"] == {"graph": "ok", "pdl_chain": "ok"}
     assert "| 8 | routingIndicesBlockKernel | 1 of 64 | 1 |" in results_file.readme_table(results)
@@ -387,3 +390,32 @@ def test_an_older_files_eager_parts_are_one_table_with_metadata_of_the_parts_it_
                      "| b | signature | lookup | current_device() | compiled call alone |",
                      "| --- | --- | --- | --- | --- |", "| 1 | 3.00 | 1.00 | 0.25 | 5.50 |",
                      "| 8 | error | error | error | error |", ""]
+
+
+@pytest.mark.parametrize("floor,want", [
+    (None, None),
+    ({"cuLaunchKernel_us": 5.5, "cuLaunchKernelEx_pdl_us": 4.54, "calls": 2000},
+     "(an empty kernel through ctypes into the driver, 2000 calls back to back): cuLaunchKernel 5.50 µs, "
+     "cuLaunchKernelEx with the PDL attribute 4.54 µs per call."),
+    ({"error": "RuntimeError: planted"}, "not measured, RuntimeError: planted"),
+], ids=["an older file", "measured", "an error"])
+def test_the_eager_table_ends_with_the_launch_floor_a_file_has(floor, want):
+    results = synthetic(BASE)
+    results["eager"] = {"cute_meta": {"1": {"mean_us": 9.0}, "8": {"mean_us": 9.0}}}
+    if floor is not None:
+        results["launch_floor"] = floor
+    table = results_file.readme_table(results)
+    assert (want in table) if want else "The floor of a launch" not in table
+
+
+def test_the_launch_floors_structures_have_cuda_hs_layout():
+    """CUlaunchAttribute: a 4-byte id padded to 8, then a 64-byte value union; CUlaunchConfig: seven 32-bit
+    dimensions and the shared bytes, the stream and attribute pointers (8-byte aligned) and the attribute count."""
+    import ctypes
+
+    from properties.bench import floor
+
+    assert ctypes.sizeof(floor.LaunchAttribute) == 72 and floor.LaunchAttribute.value.offset == 8
+    assert ctypes.sizeof(floor.LaunchConfig) == 56
+    config = floor.LaunchConfig
+    assert (config.stream.offset, config.attributes.offset, config.attribute_count.offset) == (32, 40, 48)

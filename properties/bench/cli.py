@@ -19,7 +19,9 @@ the oracle entry, its weights' differences from the model recorded as informatio
 its work. The PDL chain puts a producer kernel (it writes the logits,
 or the ids for FlashInfer alone, after letting dependents launch) before every routing launch, and reports
 (producer + routing) minus the producer alone. Nsight Compute, where it runs, gives each kernel's own
-duration (one ncu pass over eager launches). Every measurement is recorded, or its error: one failure does
+duration (one ncu pass over eager launches). The eager route() call is timed on the host with its parts, and
+beside it the floor under any launch issued from Python (properties/bench/floor.py: an empty kernel launched
+through ctypes into the driver). Every measurement is recorded, or its error: one failure does
 not stop the run. Set GIT_COMMIT on a machine whose copy of the tree has no .git.
 """
 
@@ -38,6 +40,7 @@ from oracles.flashinfer_routing import build
 from common.provenance import REPO_ROOT, host, nvidia_smi, version
 from common.provenance import record as provenance_record
 from properties.bench import results_file
+from properties.bench.floor import launch_floor
 from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
 from properties.bench.ncu import ncu_workload, run_ncu
 from properties.bench.problem import Config, Problem
@@ -121,6 +124,7 @@ def run(args):
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)
         if first_problem is None:
             first_problem = problem
+    results["launch_floor"] = rec.attempt("launch floor", launch_floor, args.eager_calls)
     results["provenance"]["clocks"]["after_timing"] = clocks()
     results["resources"] = resources(rec, first_problem)
     ncu = {"available": False, "reason": "--no-ncu"} if args.no_ncu else rec.attempt("ncu", run_ncu, args)

@@ -297,7 +297,21 @@ def eager_table(results):
     return [f"Eager route() on the host, µs per call ({method}); "
             f"with metadata at most {EAGER_LIMIT_US:g} µs: {_verdict(met)}; within {EAGER_MOONSHOT_RATIO:g}x of "
             f"its graphed launch (the moonshot): {_verdict(moonshot)}.", ""] + \
-        _table(["b", *EAGER_VARIANTS], rows) + [""] + eager_parts_table(results)
+        _table(["b", *EAGER_VARIANTS], rows) + [""] + eager_parts_table(results) + launch_floor_lines(results)
+
+
+def launch_floor_lines(results):
+    """Markdown lines: the floor under any launch issued from Python on the host (properties/bench/floor.py), or
+    nothing for a file without it."""
+    floor = results.get("launch_floor")
+    if not floor:
+        return []
+    if "error" in floor:
+        return ["The floor of a launch issued from Python (an empty kernel through ctypes): not measured, "
+                f"{floor['error']}", ""]
+    return [f"The floor of a launch issued from Python on this host (an empty kernel through ctypes into the driver, "
+            f"{floor['calls']} calls back to back): cuLaunchKernel {floor['cuLaunchKernel_us']:.2f} µs, "
+            f"cuLaunchKernelEx with the PDL attribute {floor['cuLaunchKernelEx_pdl_us']:.2f} µs per call.", ""]
 
 
 EAGER_PARTS = (("signature_us", "signature"), ("lookup_us", "lookup"), ("current_device_us", "current_device()"),
