@@ -149,6 +149,9 @@ WHAT = {
         "bounds, two kernel choices the differential-only plan never sends to the launch check, and _launch's "
         "device comparison, visible on two GPUs only); made on the tree committed as 8849ba8 (its provenance names "
         "cd04ca3, the tree's last commit then, its two fixes uncommitted)",
+    "verify-cpu-2core-6900ca6.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
+        "the CPU tier PASS in 80 s wall (86 s with the report; 5 minutes asked), 413 GPU checks named as not run, the "
+        "kill table fresh (made on the H200 at 8849ba8; nothing it depends on changed since)",
     "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
         "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
         "file its verdicts depend on",
