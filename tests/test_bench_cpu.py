@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from properties.bench import cli, harness, ncu, timing
+from properties.bench import cli, harness, host_clock, ncu, timing
 from properties.bench import results_file
 from properties.bench.results_file import VARIANT_NAMES
 
@@ -336,13 +336,13 @@ def test_weight_differences_count_bits_and_ulps():
 
 
 def test_an_eager_figure_is_the_median_of_its_repeated_means(monkeypatch):
-    """eager_us makes one warm-up call, then EAGER_REPEATS runs of ``calls`` calls; its figure is their median."""
+    """eager_us makes one warm-up call, then REPEATS runs of ``calls`` calls; its figure is their median."""
     made = []
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
     entry = timing.eager_us(lambda: made.append(1), 7)
-    assert len(made) == 1 + timing.EAGER_REPEATS * 7
-    assert len(entry["means_us"]) == timing.EAGER_REPEATS and entry["calls"] == 7
-    assert entry["mean_us"] == sorted(entry["means_us"])[timing.EAGER_REPEATS // 2]
+    assert len(made) == 1 + host_clock.REPEATS * 7
+    assert len(entry["means_us"]) == host_clock.REPEATS and entry["calls"] == 7
+    assert entry["mean_us"] == sorted(entry["means_us"])[host_clock.REPEATS // 2]
 
 
 def test_time_verify_times_the_gates_recipe_and_writes_its_record(tmp_path, monkeypatch):

@@ -2,7 +2,9 @@
 
     cli.py        the run and the command line (``python -m properties.bench``)
     problem.py    inputs per b, every variant's buffers, launches and output check (through the engine)
-    timing.py     CUDA-graph timing, the PDL chain, binary resources, the Recorder of results and errors
+    timing.py     CUDA-graph timing, the PDL chain, the eager call and its parts, binary resources, the Recorder
+    host_clock.py host time per call: repeated means of calls back to back, and their median
+    floor.py      the floor under a launch issued from Python: an empty kernel through ctypes into the driver
     ncu.py        the Nsight Compute pass
     harness.py    the harness's own throughput and `make verify`'s wall time
     results_file.py  the results file's schema, the targets and the README tables (no GPU)

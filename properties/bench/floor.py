@@ -4,9 +4,10 @@ programmatic-stream-serialization (PDL) attribute every route launch carries. No
 can be cheaper per call; route's eager figures are read against it (results["launch_floor"])."""
 
 import ctypes
-import time
 
 import torch
+
+from properties.bench.host_clock import means_us, median
 
 EMPTY_KERNEL = b""".version 8.0
 .target sm_90
@@ -14,7 +15,6 @@ EMPTY_KERNEL = b""".version 8.0
 .visible .entry empty() { ret; }
 """
 PROGRAMMATIC_STREAM_SERIALIZATION = 6  # cuda.h: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-REPEATS = 5
 
 
 class LaunchAttribute(ctypes.Structure):
@@ -32,19 +32,6 @@ class LaunchConfig(ctypes.Structure):
 def _checked(what, status):
     if status != 0:
         raise RuntimeError(f"launch floor: {what} returned CUresult {status}")
-
-
-def _median_us(launch, calls, stream):
-    """The median of REPEATS means, µs per call, of ``calls`` launches back to back, the stream synchronised after
-    each run of them."""
-    means = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        for _ in range(calls):
-            launch()
-        stream.synchronize()
-        means.append((time.perf_counter() - started) / calls * 1e6)
-    return sorted(means)[len(means) // 2]
 
 
 def launch_floor(calls):
@@ -66,7 +53,7 @@ def launch_floor(calls):
         _checked("cuLaunchKernel", plain())
         _checked("cuLaunchKernelEx", with_pdl())
         stream.synchronize()
-        return {"cuLaunchKernel_us": _median_us(plain, calls, stream),
-                "cuLaunchKernelEx_pdl_us": _median_us(with_pdl, calls, stream), "calls": calls}
+        return {"cuLaunchKernel_us": median(means_us(plain, calls, stream.synchronize)),
+                "cuLaunchKernelEx_pdl_us": median(means_us(with_pdl, calls, stream.synchronize)), "calls": calls}
     finally:
         driver.cuModuleUnload(module)

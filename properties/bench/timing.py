@@ -3,7 +3,6 @@ after one replay, then timed with CUDA events; the PDL chain behind a producer k
 resources. Every measurement goes through a Recorder, which keeps its result or its error."""
 
 import sys
-import time
 import traceback
 
 import torch
@@ -14,6 +13,7 @@ from kernel import contract, routing
 from oracles.flashinfer_routing import build, fused_peer
 from oracles.ptx.sass import binary_resource_usage, resource_usage
 from oracles.triton_routing import launch
+from properties.bench.host_clock import means_us, median
 from properties.bench.problem import SCALE
 from properties.bench.results_file import INFORMATION_VARIANTS, VARIANT_NAMES, summarize
 from properties.codegen import checks
@@ -129,38 +129,18 @@ def bench_problem(problem, cfg, rec):
     return out
 
 
-EAGER_REPEATS = 5  # the host is shared: each eager figure is the median of this many means
-
-
-def _means_us(fn, calls, finish=lambda: None):
-    """EAGER_REPEATS means, in µs per call, of ``calls`` calls of ``fn`` back to back, ``finish()`` (a device
-    synchronisation) timed after each run of them."""
-    means = []
-    for _ in range(EAGER_REPEATS):
-        started = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        finish()
-        means.append((time.perf_counter() - started) / calls * 1e6)
-    return means
-
-
-def _median(values):
-    return sorted(values)[len(values) // 2]
-
-
 def eager_us(run, calls):
     """Host time of one eager call in µs: the mean of ``calls`` calls back to back with one sync after them,
-    the median of EAGER_REPEATS such means (each of them kept)."""
+    the median of REPEATS such means (each of them kept)."""
     run()
     torch.cuda.synchronize()
-    means = _means_us(run, calls, torch.cuda.synchronize)
-    return {"mean_us": _median(means), "means_us": means, "calls": calls}
+    means = means_us(run, calls, torch.cuda.synchronize)
+    return {"mean_us": median(means), "means_us": means, "calls": calls}
 
 
 def eager_parts(problem, name, calls):
     """Where one eager ``route()`` call of variant ``name`` (``cute`` or ``cute_meta``) spends its host time, µs
-    each (median of EAGER_REPEATS means of ``calls``): the call signature, its lookup in the cache of checked
+    each (median of REPEATS means of ``calls``): the call signature, its lookup in the cache of checked
     calls, ``routing.current_device()``, ``routing.current_stream()``, and the compiled TVM-FFI function called
     alone with the launch arguments a cache hit holds."""
     args = device.route_args(getattr(problem, name))
@@ -176,12 +156,12 @@ def eager_parts(problem, name, calls):
     launch_args = routing.launch_arguments(logits, bias, ids, weights, routing.scale_f32(scale), metadata, *scalars)
     index = logits.device.index
     stream = routing.current_stream(index)
-    signature = _median(_means_us(lambda: contract.signature(*full), calls))
-    lookup = _median(_means_us(lambda: checked.get(contract.signature(*full)), calls)) - signature
-    current = _median(_means_us(routing.current_device, calls))
-    stream_us = _median(_means_us(lambda: routing.current_stream(index), calls))
+    signature = median(means_us(lambda: contract.signature(*full), calls))
+    lookup = median(means_us(lambda: checked.get(contract.signature(*full)), calls)) - signature
+    current = median(means_us(routing.current_device, calls))
+    stream_us = median(means_us(lambda: routing.current_stream(index), calls))
     torch.cuda.synchronize()
-    compiled = _median(_means_us(lambda: fn(*launch_args, stream), calls))
+    compiled = median(means_us(lambda: fn(*launch_args, stream), calls))
     torch.cuda.synchronize()
     return {"signature_us": signature, "lookup_us": lookup, "current_device_us": current,
             "current_stream_us": stream_us, "compiled_call_us": compiled, "calls": calls}
