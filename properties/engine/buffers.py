@@ -4,6 +4,10 @@ the implementation's ``route`` called on views of larger poisoned buffers, Outpu
 ids and weights hold MAX_TOKENS rows and the metadata vector METADATA_SLACK elements past
 metadata_size(tile_n), all poisoned before each call, so a write past the last token row or past the
 metadata shows (``run`` refuses it; the kernel's tests compare the whole buffers, ``Buffers.mismatches``).
+
+Every tensor of a call is a view of one 32-bit device buffer, filled by one copy from the host and read back
+by one: each copy waits for the GPU, and on a GPU shared by the gate's workers a wait, not the work, is the
+cost of a case.
 """
 
 from dataclasses import dataclass, replace
@@ -29,11 +33,24 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
+# Each part of the buffer starts on a multiple of this many words (256 bytes, what the CUDA allocator gives a
+# tensor of its own), so every view is as aligned as a separately allocated tensor.
+PART_WORDS = 64
+
+
+def _part(words):
+    """``words`` rounded up to a whole number of PART_WORDS."""
+    return -(-words // PART_WORDS) * PART_WORDS
+
+
 @dataclass
 class Buffers:
-    """Device tensors of one call of ``case``; the outputs are views of the larger poisoned buffers."""
+    """Device tensors of one call of ``case``, views of one buffer ``storage``; the outputs are views of the
+    larger poisoned parts."""
 
     case: object  # the RoutingCase whose scalars the call passes
+    storage: torch.Tensor  # int32: logits rows, bias, ids, weights, metadata, each at a multiple of PART_WORDS
+    row_stride: int
     logits: torch.Tensor
     bias: torch.Tensor
     ids_all: torch.Tensor
@@ -52,11 +69,28 @@ class Buffers:
     def metadata(self):
         return None if self.metadata_all is None else self.metadata_all[:metadata_size(self.case.tile_n)]
 
-    def poison(self):
-        self.ids_all.fill_(IDS_POISON)
-        self.weights_all.view(torch.int32).fill_(WEIGHT_POISON_BITS)
-        if self.metadata_all is not None:
-            self.metadata_all.fill_(METADATA_POISON)
+    def _spans(self):
+        """(start, end) words in ``storage`` of the ids, weights and metadata parts (metadata None without)."""
+        ids = _part(self.case.b * self.row_stride) + _part(EXPERTS)
+        weights = ids + MAX_TOKENS * TOP_K
+        metadata = weights + MAX_TOKENS * TOP_K
+        end = metadata + (0 if self.metadata_all is None else self.metadata_all.numel())
+        return (ids, weights), (weights, metadata), (None if self.metadata_all is None else (metadata, end))
+
+    def image(self, case):
+        """The host words ``storage`` must hold before a call of ``case``: its logits and bias, zero between
+        rows, and the outputs poisoned."""
+        words = np.zeros(self.storage.numel(), np.uint32)
+        b, stride = case.b, self.row_stride
+        words[:b * stride].reshape(b, stride)[:, :EXPERTS] = case.logits.view(np.uint32)
+        bias = _part(b * stride)
+        words[bias:bias + EXPERTS] = case.bias.view(np.uint32)
+        ids, weights, metadata = self._spans()
+        words[slice(*ids)] = np.uint32(np.int32(IDS_POISON).view(np.uint32))
+        words[slice(*weights)] = np.uint32(WEIGHT_POISON_BITS)
+        if metadata is not None:
+            words[slice(*metadata)] = np.int32(METADATA_POISON).view(np.uint32)
+        return words.view(np.int32)
 
     def load(self, case):
         """Copy the logits and bias of ``case`` in and poison the outputs: for a captured graph, whose scalars
@@ -64,19 +98,25 @@ class Buffers:
         if not replace(case, logits=self.case.logits, bias=self.case.bias).same_inputs(self.case):
             raise ValueError(f"load: case {case.describe()} differs from the buffers' {self.case.describe()} in "
                              "more than logits and bias")
-        self.logits.copy_(torch.from_numpy(case.logits))
-        self.bias.copy_(torch.from_numpy(case.bias))
+        self.storage.copy_(torch.from_numpy(self.image(case)))
         self.case = case
-        self.poison()
+
+    def poison(self):
+        """Poison the outputs again (the inputs are copied in again as they are)."""
+        self.load(self.case)
 
     def whole(self):
-        """The whole buffers on the host, as Outputs."""
-        metadata = None if self.metadata_all is None else self.metadata_all.cpu().numpy()
-        return Outputs(self.ids_all.cpu().numpy(), self.weights_all.cpu().numpy(), metadata)
+        """The whole buffers on the host, as Outputs (one copy from the device)."""
+        words = self.storage.cpu().numpy()
+        ids, weights, metadata = self._spans()
+        shape = (MAX_TOKENS, TOP_K)
+        return Outputs(words[slice(*ids)].reshape(shape), words[slice(*weights)].view(np.float32).reshape(shape),
+                       None if metadata is None else words[slice(*metadata)])
 
-    def contract(self):
-        """The outputs the contract covers: b rows, metadata_size(tile_n) elements."""
-        whole = self.whole()
+    def contract(self, whole=None):
+        """The outputs the contract covers: b rows, metadata_size(tile_n) elements (of ``whole``, default
+        read now)."""
+        whole = self.whole() if whole is None else whole
         metadata = None if whole.metadata is None else whole.metadata[:metadata_size(self.case.tile_n)]
         return Outputs(whole.ids[:self.case.b], whole.weights[:self.case.b], metadata)
 
@@ -92,16 +132,20 @@ def report(case, lines):
 
 
 def make(case, device, row_stride=EXPERTS):
-    """Poisoned buffers for ``case`` on ``device``, logits rows ``row_stride`` apart."""
-    rows = torch.zeros((case.b, row_stride), dtype=torch.float32, device=device)
-    rows[:, :EXPERTS] = torch.from_numpy(case.logits).to(device)
-    metadata = None
-    if case.has_metadata:
-        metadata = torch.empty(metadata_size(case.tile_n) + METADATA_SLACK, dtype=torch.int32, device=device)
-    made = Buffers(case, rows[:, :EXPERTS], torch.from_numpy(case.bias).to(device),
-                   torch.empty((MAX_TOKENS, TOP_K), dtype=torch.int32, device=device),
-                   torch.empty((MAX_TOKENS, TOP_K), dtype=torch.float32, device=device), metadata)
-    made.poison()
+    """Poisoned buffers for ``case`` on ``device``, logits rows ``row_stride`` apart: one copy to the device."""
+    ids = _part(case.b * row_stride) + _part(EXPERTS)
+    metadata_words = metadata_size(case.tile_n) + METADATA_SLACK if case.has_metadata else 0
+    words = ids + 2 * MAX_TOKENS * TOP_K + metadata_words
+    shape = (MAX_TOKENS, TOP_K)
+    storage = torch.empty(words, dtype=torch.int32, device=device)
+    floats = storage.view(torch.float32)
+    made = Buffers(case, storage, row_stride,
+                   floats[:case.b * row_stride].view(case.b, row_stride)[:, :EXPERTS],
+                   floats[_part(case.b * row_stride):][:EXPERTS],
+                   storage[ids:][:MAX_TOKENS * TOP_K].view(shape),
+                   floats[ids + MAX_TOKENS * TOP_K:][:MAX_TOKENS * TOP_K].view(shape),
+                   storage[ids + 2 * MAX_TOKENS * TOP_K:] if case.has_metadata else None)
+    storage.copy_(torch.from_numpy(made.image(case)))
     return made
 
 
@@ -128,15 +172,16 @@ def call_args(buffers, with_metadata):
     return args
 
 
-def _outside(made):
-    """The parts of the buffers past the contract that no longer hold the poison, named."""
-    b, whole = made.case.b, made.whole()
+def _outside(case, whole):
+    """The parts of the whole buffers ``whole`` past the contract of ``case`` that no longer hold the poison,
+    named."""
+    b = case.b
     past = []
     if (whole.ids[b:] != IDS_POISON).any():
         past.append(f"ids rows {b}..{MAX_TOKENS - 1}")
     if (whole.weights[b:].view(np.uint32) != np.uint32(WEIGHT_POISON_BITS)).any():
         past.append(f"weights rows {b}..{MAX_TOKENS - 1}")
-    if whole.metadata is not None and (whole.metadata[metadata_size(made.case.tile_n):] != METADATA_POISON).any():
+    if whole.metadata is not None and (whole.metadata[metadata_size(case.tile_n):] != METADATA_POISON).any():
         past.append("metadata past metadata_size(tile_n)")
     return past
 
@@ -168,9 +213,10 @@ def run(impl, case):
     if declaration.reads_ids:
         made.ids.copy_(reference_ids(case))
     impl.route(*call_args(made, "metadata" in fields))
-    synchronize(device)
-    past = _outside(made)
+    synchronize(device)  # an implementation may launch on a stream of its own
+    whole = made.whole()
+    past = _outside(made.case, whole)
     if past:
         raise WroteOutside(f"{impl.name} wrote outside its outputs on a {case.generator} case: {', '.join(past)}")
-    got = made.contract()
+    got = made.contract(whole)
     return Outputs(*(getattr(got, f) if f in fields else None for f in FIELDS))
