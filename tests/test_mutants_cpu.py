@@ -352,6 +352,19 @@ def test_every_batch_also_routes_a_local_range_with_a_pick_just_outside_each_end
     assert bounded == {(c.generator, c.renormalize) for c in plan if not c.has_metadata}
 
 
+def test_a_pick_just_below_the_range_with_picks_inside_it_is_routed_at_every_b():
+    """A pick at offset - 1 counted as below every local pick changes a count that only a pick inside the range
+    reads: some case at each b has both."""
+    plan = list(mutant_probe.case_plan(families(), batches))
+    found = set()
+    for case in (c for c in plan if c.has_metadata):
+        picks = set(model_route(case.logits, case.bias, mutant_probe.SIMPLE_SCALE, True)[0].ravel().tolist())
+        offset, end = case.local_expert_offset, case.local_expert_offset + case.num_local_experts
+        if offset - 1 in picks and any(offset <= p < end for p in picks):
+            found.add(case.b)
+    assert found == set(range(1, 9))
+
+
 # ---------------------------------------------------------------------------------------------- saved cases
 
 @functools.cache

@@ -91,9 +91,11 @@ def run_case(case):
 
 def _local_requests(ids):
     """(offset, count): all experts, none of the picked ones (those below the smallest pick), one picked
-    expert, and the experts from the smallest pick on."""
+    expert, the experts from the smallest pick on, and those from just above it (the smallest pick one
+    expert below the range, the others inside it)."""
     lowest = int(ids.min())
-    return (0, EXPERTS), (0, lowest), (int(ids[0, 0]), 1), (lowest, EXPERTS - lowest)
+    return (0, EXPERTS), (0, lowest), (int(ids[0, 0]), 1), (lowest, EXPERTS - lowest), \
+        (lowest + 1, EXPERTS - lowest - 1)
 
 
 def _between_picks(ids):
@@ -113,7 +115,8 @@ def case_plan(all_families, cut):
                 ids = model_route(rows, family.bias, SIMPLE_SCALE, True)[0]
                 for renormalize in (True, False):
                     scale = f32(SCALE_BITS[n % len(SCALE_BITS)])[()]
-                    offset, count = _local_requests(ids)[n // len(TILES) % 4]
+                    requests = _local_requests(ids)
+                    offset, count = requests[n // len(TILES) % len(requests)]
                     plain = RoutingCase(np.ascontiguousarray(rows), family.bias, scale, renormalize, None, 0, 0,
                                         generator)
                     yield plain
