@@ -11,6 +11,7 @@ mutant's must differ from them.
 """
 
 import functools
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -287,9 +288,24 @@ def test_a_sweep_with_no_mismatch_is_killed_by_a_memcheck_error(fake_gpu, monkey
 
 
 def test_memcheck_without_the_tool_raises_rather_than_passing(monkeypatch):
-    monkeypatch.setattr(mutant_probe.memcheck, "find_sanitizer", lambda: None)
+    monkeypatch.setattr(mutant_probe.memcheck, "find_tool", lambda name: None)
     with pytest.raises(RuntimeError, match="no compute-sanitizer"):
         mutant_probe.memcheck.breaches()
+
+
+def test_memcheck_evidence_is_the_tools_findings_without_its_banner(monkeypatch):
+    """The lines compute-sanitizer prints for a store past a shared array (as on the H200), less its name."""
+    memcheck = mutant_probe.memcheck
+    stdout = ("========= COMPUTE-SANITIZER\n"
+              "========= Invalid __shared__ write of size 4 bytes\n"
+              "=========     at routing_kernel+0x1f0\n"
+              "=========\n"
+              "========= ERROR SUMMARY: 1 error\n")
+    monkeypatch.setattr(memcheck, "find_tool", lambda name: "/bin/true")
+    monkeypatch.setattr(memcheck.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a[0], memcheck.ERROR_EXIT, stdout, ""))
+    assert memcheck.breaches() == ["memcheck: Invalid __shared__ write of size 4 bytes",
+                                   "memcheck: at routing_kernel+0x1f0", "memcheck: ERROR SUMMARY: 1 error"]
 
 
 def test_a_sweep_restricted_to_variants_runs_only_their_cases(fake_gpu):

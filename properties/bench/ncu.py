@@ -4,7 +4,6 @@ CLI re-entered as the workload), each kernel's own duration and launch resources
 import csv
 import io
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +13,7 @@ import numpy as np
 import torch
 
 from kernel import routing
+from common.cuda_tools import find_tool
 from common.provenance import REPO_ROOT
 from properties.bench.problem import Config, Problem
 from properties.bench.timing import error_line
@@ -34,13 +34,7 @@ _TIME_UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond"
 
 def find_ncu():
     """The ncu executable, or None."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for candidate in sorted(Path("/usr/local").glob("cuda*/bin/ncu")) + sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu")):
-        if candidate.is_file():
-            return str(candidate)
-    return None
+    return find_tool("ncu", "opt/nvidia/nsight-compute/*/ncu")
 
 
 def ncu_workload(args):

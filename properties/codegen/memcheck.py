@@ -6,16 +6,17 @@ toolkit's compute-sanitizer)."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from common.cuda_tools import find_tool
 from common.provenance import REPO_ROOT
 
 TIMEOUT_S = 540
 ERROR_EXIT = 86  # the tool's exit status when it found an error, told apart from the script's own failures
 MAX_LINES = 12
+BANNER = "COMPUTE-SANITIZER"  # the tool's first line, before any finding
 
 # (b, tile_n) launched with metadata and without: every kernel of KERNELS, the largest tile, the most rows.
 SHAPES = ((1, 1), (2, 1), (2, 8), (3, 8), (8, 1), (8, 256))
@@ -43,21 +44,10 @@ print("launched", 4 * len(json.loads(sys.argv[1])))
 '''
 
 
-def find_sanitizer():
-    """The compute-sanitizer executable (PATH, then the CUDA toolkit's bin/), or None."""
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    for candidate in sorted(Path("/usr/local").glob("cuda*/bin/compute-sanitizer")):
-        if candidate.is_file():
-            return str(candidate)
-    return None
-
-
 def breaches(timeout=TIMEOUT_S):
     """memcheck's error lines for the imported kernel (empty: every access in bounds); RuntimeError when the tool
     is missing or the run fails for another reason, so a run that checked nothing is never a pass."""
-    tool = find_sanitizer()
+    tool = find_tool("compute-sanitizer")
     if tool is None:
         raise RuntimeError("memcheck: no compute-sanitizer on PATH or under /usr/local/cuda*/bin")
     import kernel.routing
@@ -70,8 +60,9 @@ def breaches(timeout=TIMEOUT_S):
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(path)}, capture_output=True, text=True,
                           timeout=timeout)
     if done.returncode == ERROR_EXIT:
-        lines = [line.removeprefix("========= ").strip() for line in done.stdout.splitlines()
-                 if line.startswith("=========") and line.removeprefix("=========").strip()]
+        lines = [line.removeprefix("=========").strip() for line in done.stdout.splitlines()
+                 if line.startswith("=========")]
+        lines = [line for line in lines if line and line != BANNER]
         return [f"memcheck: {line}" for line in lines[:MAX_LINES]] or ["memcheck: the tool reported an error"]
     if done.returncode != 0 or f"launched {4 * len(SHAPES)}" not in done.stdout:
         raise RuntimeError(f"memcheck: the run failed (exit {done.returncode}): "
