@@ -4,7 +4,9 @@
 // The C entry point fi_dyn_block_metadata takes top-k expert ids on the host, fills every output buffer
 // with a caller-chosen poison value, calls routingCustom::launchDynBlockKernel exactly as FlashInfer's
 // runPostTopKPipeline does for precomputed ids, and copies every buffer back, so that elements the
-// kernel does not write can be compared too. fi_dyn_block_enqueue makes the same launch on the caller's
+// kernel does not write can be compared too. The ids and the outputs are parts of one device block kept
+// between calls: a call is one copy in, one fill, the launch and one copy out (on a GPU that several
+// processes share, each further allocation, free or copy is a wait). fi_dyn_block_enqueue makes the same launch on the caller's
 // device buffers and stream and returns without waiting (for timing and CUDA graph capture).
 //
 // Build time: FlashInfer's LAUNCH_ROUTING_CUSTOM instantiates every routing policy, expert tier and
@@ -17,6 +19,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "flashinfer/trtllm/fused_moe/RoutingCustomPolicy.cuh"
@@ -78,28 +82,44 @@ namespace fi_oracle {
 
 enum Status : int { kOk = 0, kBadArgument = 1, kCudaError = 2, kNotLaunched = 3, kException = 4 };
 
-// One output buffer: the caller's host array and its device twin.
+// One output buffer: the caller's host array and its part of the device block.
 struct Buffer {
   int32_t* host;
   int32_t count;
   int32_t* device = nullptr;
 };
 
-// Owns the device buffers of one call; frees them on every exit path.
-class DeviceBuffers {
- public:
-  ~DeviceBuffers() {
-    for (int32_t* ptr : mOwned) cudaFree(ptr);
-  }
-  cudaError_t allocate(int32_t** ptr, int32_t count) {
-    cudaError_t const err = cudaMalloc(reinterpret_cast<void**>(ptr), sizeof(int32_t) * count);
-    if (err == cudaSuccess) mOwned.push_back(*ptr);
-    return err;
-  }
+// Each part of the device block starts on a multiple of this many elements (256 bytes, the alignment
+// cudaMalloc gives a buffer of its own).
+constexpr int32_t kPartElements = 64;
 
- private:
-  std::vector<int32_t*> mOwned;
+int32_t partElements(int32_t count) { return (count + kPartElements - 1) / kPartElements * kPartElements; }
+
+// The device block of fi_dyn_block_metadata on each device, grown when a call needs more, kept for the
+// process's life (as FlashInfer's own workspace is).
+struct Block {
+  int32_t* ptr = nullptr;
+  size_t count = 0;
 };
+std::mutex gBlockMutex;
+std::map<int, Block> gBlocks;
+
+// At least count elements of the current device's block in *ptr (the caller holds gBlockMutex).
+cudaError_t deviceBlock(size_t count, int32_t** ptr) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  Block& block = gBlocks[device];
+  if (block.count < count) {
+    if (block.ptr != nullptr) cudaFree(block.ptr);
+    block = Block{};
+    err = cudaMalloc(reinterpret_cast<void**>(&block.ptr), sizeof(int32_t) * count);
+    if (err != cudaSuccess) return err;
+    block.count = count;
+  }
+  *ptr = block.ptr;
+  return cudaSuccess;
+}
 
 // FlashInfer's routing Runner: log2 of a power-of-two tile, else -1 (the kernels then divide).
 int32_t paddingLog2(int32_t tileN) {
@@ -216,19 +236,23 @@ extern "C" int fi_dyn_block_metadata(int32_t const* ids, int32_t numTokens, int3
     Buffer outputs[] = {{expandedToPermuted, expandedCount}, {ctaBatch, ctaCount},
                         {ctaLimit, ctaCount},                {permutedToToken, permutedCount},
                         {scalars, 1},                        {scalars + 1, 1}};
-    DeviceBuffers owner;
-    int32_t* deviceIds = nullptr;
-    cudaError_t err = owner.allocate(&deviceIds, routes);
+    int32_t const outputsStart = partElements(routes);
+    int32_t end = outputsStart;
+    for (Buffer const& out : outputs) end += partElements(out.count);
+    std::lock_guard<std::mutex> const lock(gBlockMutex);
+    int32_t* block = nullptr;
+    cudaError_t err = deviceBlock(end, &block);
     if (err != cudaSuccess) return cudaStatus(err, "cudaMalloc", message, messageCapacity);
+    int32_t* const deviceIds = block;
+    int32_t* next = block + outputsStart;
+    for (Buffer& out : outputs) {
+      out.device = next;
+      next += partElements(out.count);
+    }
     err = cudaMemcpy(deviceIds, ids, sizeof(int32_t) * routes, cudaMemcpyHostToDevice);
     if (err != cudaSuccess) return cudaStatus(err, "copying ids", message, messageCapacity);
-    for (Buffer& out : outputs) {
-      err = owner.allocate(&out.device, out.count);
-      if (err != cudaSuccess) return cudaStatus(err, "cudaMalloc", message, messageCapacity);
-      fillKernel<<<(out.count + 255) / 256, 256>>>(out.device, out.count, poison);
-    }
+    fillKernel<<<(end - outputsStart + 255) / 256, 256>>>(block + outputsStart, end - outputsStart, poison);
     err = cudaGetLastError();
-    if (err == cudaSuccess) err = cudaDeviceSynchronize();
     if (err != cudaSuccess) return cudaStatus(err, "poisoning outputs", message, messageCapacity);
 
     Outputs const devices{outputs[0].device, outputs[1].device, outputs[2].device,
@@ -240,9 +264,12 @@ extern "C" int fi_dyn_block_metadata(int32_t const* ids, int32_t numTokens, int3
     if (status != kOk) return status;
     err = cudaDeviceSynchronize();
     if (err != cudaSuccess) return cudaStatus(err, "running the kernel", message, messageCapacity);
+    std::vector<int32_t> host(end - outputsStart);
+    err = cudaMemcpy(host.data(), block + outputsStart, sizeof(int32_t) * host.size(),
+                     cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess) return cudaStatus(err, "copying outputs", message, messageCapacity);
     for (Buffer const& out : outputs) {
-      err = cudaMemcpy(out.host, out.device, sizeof(int32_t) * out.count, cudaMemcpyDeviceToHost);
-      if (err != cudaSuccess) return cudaStatus(err, "copying outputs", message, messageCapacity);
+      std::copy_n(host.data() + (out.device - block - outputsStart), out.count, out.host);
     }
     return kOk;
   } catch (std::exception const& e) {
