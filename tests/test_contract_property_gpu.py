@@ -12,7 +12,7 @@ import torch
 from hypothesis import given
 
 from kernel import routing
-from properties.contract import cache, predicate
+from properties.contract import cache, launches, predicate
 from properties.contract.calls import make
 from properties.contract.check import breaches
 from properties.contract.edges import targeted
@@ -28,6 +28,11 @@ GROUPS = tuple(targeted(cuda=True))
 def prepared():
     for renormalize in (True, False):
         routing.prepare(renormalize)
+
+
+def test_a_call_while_another_device_is_current_launches_from_the_logits_device():
+    lines = launches.device_breaches()
+    assert not lines, "\n".join(lines)
 
 
 @pytest.mark.parametrize("group", GROUPS)

@@ -11,7 +11,15 @@ Outputs equal to the model's do not show a launch with CTAs to spare (an extra C
 second CTA writing the same metadata, or a general kernel where the one-warp-per-row kernel was meant; the graph
 nodes do. Run in a fresh process: a process that launched every shape before ``prepare()`` hides a warm-up
 that missed one.
+
+And where route launches from: a call whose tensors are on a device other than the current one is launched
+with the tensors' device made current (``torch.cuda.device``), the first call and a repeated one alike. One GPU
+cannot make another device current, so torch's current-device query is made to answer another index and the
+device route enters is recorded: on one GPU every launch works either way, and only this shows a launch made
+from the wrong device.
 """
+
+from unittest import mock
 
 import torch
 
@@ -93,4 +101,36 @@ def breaches(renormalize=True):
         want = [documented_launch(b, tile_n)]
         if launches != want:
             lines.append(f"{where}: launched (grid, block) {launches}, documented {want}")
+    return lines
+
+
+DEVICE_CHECK_SCALE = 0.8125  # a scale no other check uses, so that the first call below is a first call
+
+
+def device_breaches():
+    """Lines for each call (first, repeated) on the current device's tensors that does not enter that device
+    while torch reports another device current; empty when route launches from the tensors' device."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    routing.prepare(True)
+    logits = torch.zeros((1, EXPERTS), dtype=torch.float32, device=device)
+    bias = torch.zeros(EXPERTS, dtype=torch.float32, device=device)
+    ids = torch.empty((1, TOP_K), dtype=torch.int32, device=device)
+    weights = torch.empty((1, TOP_K), dtype=torch.float32, device=device)
+    entered, other = [], device.index + 1
+
+    class Recorded(torch.cuda.device):
+        def __enter__(self):
+            entered.append(self.idx)
+            return super().__enter__()
+
+    lines = []
+    with mock.patch.object(torch._C, "_cuda_getDevice", lambda: other), mock.patch.object(torch.cuda, "device",
+                                                                                           Recorded):
+        for call in ("first", "repeated"):
+            entered.clear()
+            routing.route(logits, bias, ids, weights, DEVICE_CHECK_SCALE, True)
+            if entered != [device.index]:
+                lines.append(f"a {call} call on cuda:{device.index} while cuda:{other} is current entered the "
+                             f"devices {entered}, not the logits' device alone")
+    torch.cuda.synchronize(device)
     return lines

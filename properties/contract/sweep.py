@@ -77,7 +77,7 @@ def run(cuda, examples):
     """The first breach's lines (empty: the imported kernel honours the contract), the cheap parts first."""
     lines = prepare_breaches() if cuda else []
     if cuda and not lines:
-        lines = launches.breaches(True) + launches.breaches(False)
+        lines = launches.breaches(True) + launches.breaches(False) + launches.device_breaches()
     if not lines:
         lines = targeted_breaches(cuda, first=True)
     if not lines:
