@@ -227,6 +227,15 @@ def test_the_long_tests_are_collected_first_and_the_workers_steal_work(monkeypat
     assert commands[0][-3:] == ["--dist", "worksteal", "-x"], commands
 
 
+def test_each_worker_gets_one_thread_per_pool_unless_the_caller_sized_the_pools(monkeypatch, tmp_path):
+    envs = []
+    monkeypatch.setattr(gate.subprocess, "Popen", lambda cmd, **kwargs: envs.append(kwargs["env"]) or _Finished())
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    gate.run_tests(tmp_path, "ci", 4, [])
+    assert envs[0]["OMP_NUM_THREADS"] == "1" and envs[0]["MKL_NUM_THREADS"] == "3", envs
+
+
 class _Finished:
     """A pytest process that has already exited 0."""
 

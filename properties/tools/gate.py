@@ -57,6 +57,9 @@ PARTS = ("flashinfer build", "oracle probes", "mufu tables", "kill table", "test
 DEPTHS = {False: f"not {depths.DEEP_MARKER}", True: depths.DEEP_MARKER}  # --deep -> the marker expression pytest selects with
 NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
+# One thread per worker for torch's and the BLAS's pools, where the caller did not size them: the workers are the
+# gate's parallelism, and a pool of a thread per core in each of them only competes with the others for the cores.
+THREAD_POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Skips the gate accepts, by the start of their reason: a GPU check on a machine without CUDA (conftest.py
 # marks them), the FlashInfer build where nvcc or the sources are missing, the report's screenshot where Chromium
 # is absent. Any other skip fails the gate.
@@ -255,7 +258,8 @@ def run_tests(scratch, profile, workers, pytest_args, gpus=0):
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
            f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), "--dist", "worksteal", *pytest_args]
     env = {name: value for name, value in os.environ.items() if name != "VERIFY_IMPL"}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, gpu_groups.GPUS_ENV: str(gpus)},
+    threads = {name: "1" for name in THREAD_POOL_ENV if name not in env}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, **threads, gpu_groups.GPUS_ENV: str(gpus)},
                             start_new_session=True)
     try:
         rc = proc.wait()
