@@ -15,7 +15,7 @@ from hypothesis import settings
 from common.fpenv import assert_subnormals_kept
 from common.provenance import cuda_reason
 from properties.engine import compare
-from properties.tools import depths, profiles, progress
+from properties.tools import depths, order, profiles, progress
 from properties.tools.gate import GPU_NOT_RUN, named_skip, write_whole
 
 # A library built with -ffast-math can switch FTZ/DAZ on for the whole process; every float comparison
@@ -136,7 +136,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(depths.DEEP_MARKER)
         if depths.is_self_test(item.nodeid):
             item.add_marker(depths.SELF_TEST_MARKER)
-    items.sort(key=lambda item: "long" not in item.keywords)  # stable: the long tests first, each in its order
+    items[:] = order.dealt(items, lambda item: "long" in item.keywords,
+                           int(os.environ.get(order.WORKER_COUNT_ENV, "1")))
     reason = cuda_reason()
     if reason is None:
         return

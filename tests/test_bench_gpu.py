@@ -12,6 +12,7 @@ from properties.bench.results_file import VARIANT_NAMES
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.long
 def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
     out = tmp_path / "bench.json"
     rc = cli.main(["--out", str(out), "--b", "1", "8", "--iterations", "20", "--repeats", "3", "--no-ncu",

@@ -199,6 +199,7 @@ def test_the_faults_named_in_the_issue_each_refused():
         assert fault in str(refused.value), (what, str(refused.value))
 
 
+@pytest.mark.long
 def test_every_committed_case_file_is_read_strictly_and_written_back_byte_for_byte(tmp_path):
     """The writer side: what the strict reader reads from each committed file, the writer (which refuses what
     the reader would) writes back as exactly the committed bytes."""

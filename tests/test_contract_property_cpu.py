@@ -74,6 +74,7 @@ def test_the_predicate_says_what_the_contracts_text_says(label):
     assert (verdict.valid, verdict.name, verdict.clause) == (False, name, clause)
 
 
+@pytest.mark.long
 def test_the_targeted_calls_reach_every_clause_and_accept_calls_at_the_edges():
     verdicts = [predicate.judge(**make(call, CPU).arguments) for cases in TARGETED.values() for call in cases.values()]
     assert {v.clause for v in verdicts} >= set(check.CLAUSE_WORDS)

@@ -138,7 +138,7 @@ def test_reports_are_this_runs_and_whole(monkeypatch, tmp_path):
     reports.mkdir()
     (reports / "tests.json").write_text(json.dumps(_summary()))
     (reports / "verify.json").write_text('{"verdict": "PASS"}')
-    monkeypatch.setattr(gate, "run_tests", lambda *args: (3, None))
+    monkeypatch.setattr(gate, "run_tests", lambda *args, meanwhile: meanwhile() or (3, None))
     monkeypatch.setattr(gate, "build_flashinfer", lambda require_gpu: _BUILT)
     assert gate.main(["--reports", str(reports)]) == 1
     record = json.loads((reports / "verify.json").read_text())
@@ -234,6 +234,18 @@ def test_each_worker_gets_one_thread_per_pool_unless_the_caller_sized_the_pools(
     monkeypatch.setenv("MKL_NUM_THREADS", "3")
     gate.run_tests(tmp_path, "ci", 4, [])
     assert envs[0]["OMP_NUM_THREADS"] == "1" and envs[0]["MKL_NUM_THREADS"] == "3", envs
+
+
+def test_the_checks_run_while_the_tests_start_and_can_restart_them_with_other_arguments(monkeypatch, tmp_path):
+    """The gate's own checks (oracle probes, MUFU tables, kill table) take seconds: they run while the workers
+    start, and tables that differ stop the suite and start it again without its GPU tier."""
+    commands, stopped = [], []
+    monkeypatch.setattr(gate.subprocess, "Popen", lambda cmd, **kwargs: commands.append(cmd) or _Finished())
+    monkeypatch.setattr(gate, "stop", stopped.append)
+    assert gate.run_tests(tmp_path, "ci", 4, ["-x"], meanwhile=lambda: None) == (0, None)
+    assert len(commands) == 1 and not stopped
+    assert gate.run_tests(tmp_path, "ci", 4, ["-x"], meanwhile=lambda: ["-m", "not gpu"]) == (0, None)
+    assert commands[1][-1] == "-x" and commands[2][-2:] == ["-m", "not gpu"] and len(stopped) == 1
 
 
 class _Finished:

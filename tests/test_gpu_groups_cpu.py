@@ -70,8 +70,9 @@ def test_the_root_conftest_pins_a_gate_worker_to_its_gpu():
 def test_the_gate_starts_a_worker_group_per_gpu_and_names_the_count(options, per_gpu, monkeypatch, tmp_path):
     seen = {}
 
-    def fake_run_tests(scratch, profile, workers, pytest_args, gpus=0):
+    def fake_run_tests(scratch, profile, workers, pytest_args, gpus=0, meanwhile=None):
         seen.update(workers=workers, gpus=gpus)
+        meanwhile()
         return 3, None
 
     monkeypatch.setattr(gate, "cuda_reason", lambda: None)

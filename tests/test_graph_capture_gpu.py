@@ -120,6 +120,7 @@ print(json.dumps({"shapes": len(shapes), "rounds": len(rounds), "compiles_during
 '''
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("renormalize", (False, True), ids=("scaled", "renormalized"))
 def test_every_launch_shape_captured_right_after_prepare_replays_the_models_bits(renormalize):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}

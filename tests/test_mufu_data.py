@@ -34,6 +34,7 @@ def test_tables_decode_to_their_recorded_hashes():
     assert constants == {"nan": 0x7FFFFFFF}
 
 
+@pytest.mark.long
 def test_encoding_round_trips_and_rejects_a_corrupted_table():
     decoded, _ = tables.load()
     data, meta = tables.encode(decoded)

@@ -268,6 +268,7 @@ def test_a_saved_case_whose_model_outputs_changed_is_refused(fake_gpu):
         mutant_probe.replay([path])
 
 
+@pytest.mark.long
 def test_an_exact_kernel_survives_the_whole_sweep(fake_gpu):
     fake_gpu(_no_fault)
     result = mutant_probe.differential("exact", "")

@@ -338,6 +338,7 @@ print(json.dumps({"variants": sorted(found["variants"]), "launches": sorted(foun
 """
 
 
+@pytest.mark.long
 def test_the_prefilters_coverage_calls_each_variants_compile_as_its_signature_takes_it():
     """A coverage worker whose compile call does not bind to compile_artifacts dies, and with it every mutant's
     prefilter: the first GPU run of the generated set did, and no default test saw it."""

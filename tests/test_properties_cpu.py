@@ -195,6 +195,7 @@ def test_invariants_catch_any_single_element_change(case, tile, local, data):
     assert metadata_violations(ids, *local, tile, meta, METADATA_POISON) != []
 
 
+@pytest.mark.long
 @given(case=any_case())
 def test_case_files_keep_every_bit(case):
     outputs = run_all(case, ["model"])
@@ -214,6 +215,7 @@ def test_corpus_draws_are_deterministic():
         assert all(a.same_inputs(b) for a, b in zip(first, second)) and len(first) == 3
 
 
+@pytest.mark.long
 def test_the_planted_fault_is_saved_once_and_replays_on_the_cpu(capture_fault, replay_process):
     saved = capture_fault(["model"])
     record = casefile.read(saved)

@@ -26,6 +26,7 @@ def test_every_implementation_runs_here():
     assert not missing, f"not running: {missing}"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("generator", sorted(GENERATORS))
 @given(data=st.data())
 def test_implementations_agree(generator, data):
@@ -36,6 +37,7 @@ def _row_fields(outputs):
     return outputs.ids, outputs.weights.view(np.uint32)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("generator", sorted(GENERATORS))
 @given(data=st.data())
 def test_each_row_routes_as_if_alone_and_anywhere(generator, data):
@@ -63,6 +65,7 @@ def test_regression_corpus_replays_live(generator):
         assert set(REAL) <= set(live) and found == [], f"{path}: {found[:3]}"
 
 
+@pytest.mark.long
 def test_the_planted_fault_is_saved_once_and_replays_on_the_gpu(capture_fault, replay_process):
     saved = capture_fault(available())
     record = casefile.read(saved)

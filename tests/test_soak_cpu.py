@@ -181,6 +181,7 @@ def test_a_planted_fault_is_caught_within_a_million_rows_and_its_case_file_repla
     assert replay.returncode == 1 and "REPRODUCED" in replay.stdout, replay.stdout + replay.stderr
 
 
+@pytest.mark.long
 def test_a_metadata_fault_is_caught_and_saved_whole_and_its_case_file_replays(tmp_path, replay_process):
     summary = run(_config(tmp_path, rows=1, faults=("writes_the_guard",),
                           space=Space(problems=64, metadata="on", b=(3,))), CPU)
@@ -280,6 +281,7 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
 H200_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index.json"
 
 
+@pytest.mark.long
 def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process):
     """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200 (its summary:
     properties/results/soak-h200-planted-fault.json): replayed here, the recorded fault differs from the live
@@ -294,6 +296,7 @@ def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process)
 H200_PIPELINED_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index-pipelined.json"
 
 
+@pytest.mark.long
 def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(replay_process):
     """Written in the first batch of the pipelined soak on the H200 (batches in flight, graph branches;
     properties/results/soak-h200-planted-faults-22a1690.json): the recorded fault differs from the live model."""

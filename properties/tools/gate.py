@@ -9,8 +9,9 @@ end-to-end self-tests). The committed kill table (properties/mutants/freshness.p
 reported fresh or stale by name; with VERIFY_REQUIRE_FRESH=1 (or --require-fresh) a stale one fails the gate.
 
 Parts: the FlashInfer oracle build (nvcc; "not run" with the reason where nvcc or the sources are missing),
-on a GPU the oracles' import probes and the MUFU tables' provenance against this GPU (oracles/mufu/recheck.py),
-then the test suite (CPU tier everywhere, GPU tier where CUDA exists and the tables hold). While the suite
+then the test suite (CPU tier everywhere, GPU tier where CUDA exists and the tables hold) and, while its workers
+start, on a GPU the oracles' import probes and the MUFU tables' provenance against this GPU
+(oracles/mufu/recheck.py; tables that differ stop the suite, which runs again without its GPU tier). While the suite
 runs: "N of M tests done" at least every PROGRESS_S seconds, and each failure's test id when it is known.
 Writes DIR/verify.json (verdict, the reasons for a FAIL, per-part counts, commit, date, host, GPU, package
 versions) and DIR/junit.xml, each whole or not at all; the previous run's reports are removed first.
@@ -249,19 +250,32 @@ def stop(proc):
             continue
 
 
-def run_tests(scratch, profile, workers, pytest_args, gpus=0):
-    """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None). With
-    ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py). Pytest runs in a process
-    group of its own, ended whole when the gate is interrupted; idle workers take queued tests from busy ones
-    (``--dist worksteal``), and the tests marked ``long`` are collected first (conftest.py)."""
+def _start_tests(scratch, profile, workers, pytest_args, gpus):
+    """The pytest process of the suite, its report files in ``scratch`` (those of an earlier start removed)."""
+    for name in ("junit.xml", "tests.json", PROGRESS_FILE):
+        (scratch / name).unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--hypothesis-profile={profile}",
            f"--junitxml={scratch / 'junit.xml'}", f"--gate-report={scratch / 'tests.json'}",
            f"--gate-progress={scratch / PROGRESS_FILE}", "-n", str(workers), "--dist", "worksteal", *pytest_args]
     env = {name: value for name, value in os.environ.items() if name != "VERIFY_IMPL"}
     threads = {name: "1" for name in THREAD_POOL_ENV if name not in env}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, **threads, gpu_groups.GPUS_ENV: str(gpus)},
+    return subprocess.Popen(cmd, cwd=ROOT, env={**env, **threads, gpu_groups.GPUS_ENV: str(gpus)},
                             start_new_session=True)
+
+
+def run_tests(scratch, profile, workers, pytest_args, gpus=0, meanwhile=None):
+    """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None). With
+    ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py). Pytest runs in a process
+    group of its own, ended whole when the gate is interrupted; idle workers take queued tests from busy ones
+    (``--dist worksteal``), and the tests marked ``long`` are collected first (conftest.py). ``meanwhile`` is
+    called while the workers start and the tests run (the gate's own checks): it returns None, or other pytest
+    arguments, for which the suite is stopped and run again from the start."""
+    proc = _start_tests(scratch, profile, workers, pytest_args, gpus)
     try:
+        again = meanwhile() if meanwhile is not None else None
+        if again is not None:
+            stop(proc)
+            proc = _start_tests(scratch, profile, workers, again, gpus)
         rc = proc.wait()
     except BaseException:
         stop(proc)
@@ -425,22 +439,29 @@ def _run(args, pytest_args):
                 flashinfer = parts["flashinfer build"]
                 print(f"gate: flashinfer build: {'ran' if flashinfer['ran'] else 'not run'} {flashinfer['why']}",
                       flush=True)
-                ticker.part = "oracle probes"
-                parts["oracle probes"] = oracles_not_run()
-                plugins = plugins_status(args.plugins)
-                ticker.part = "mufu tables"
-                parts["mufu tables"] = check_mufu(gpu_reason)
-                if not gpu_reason:
-                    print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
-                ticker.part = "kill table"
-                parts["kill table"] = check_kill_table()
-                print(f"gate: kill table: {parts['kill table']['why']}", flush=True)
-                selection = ["-m", DEPTHS[args.deep]] + pytest_args
-                if parts["mufu tables"]["failed"]:
-                    selection += ["-m", f"({DEPTHS[args.deep]}) and not gpu"]
-                selection = pytest_plugin_options(args.plugins) + selection
+                selection = pytest_plugin_options(args.plugins) + ["-m", DEPTHS[args.deep]] + pytest_args
+
+                def checks():
+                    """The checks that need no test result, while the tests start: the GPU tier is run again
+                    without its GPU tests when this GPU's MUFU tables differ."""
+                    nonlocal plugins
+                    ticker.part = "oracle probes"
+                    parts["oracle probes"] = oracles_not_run()
+                    plugins = plugins_status(args.plugins)
+                    ticker.part = "mufu tables"
+                    parts["mufu tables"] = check_mufu(gpu_reason)
+                    if not gpu_reason:
+                        print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
+                    ticker.part = "kill table"
+                    parts["kill table"] = check_kill_table()
+                    print(f"gate: kill table: {parts['kill table']['why']}", flush=True)
+                    ticker.part = "tests"
+                    if parts["mufu tables"]["failed"]:
+                        return selection + ["-m", f"({DEPTHS[args.deep]}) and not gpu"]
+                    return None
+
                 ticker.part = "tests"
-                rc, summary = run_tests(scratch, args.profile, workers, selection, gpus)
+                rc, summary = run_tests(scratch, args.profile, workers, selection, gpus, meanwhile=checks)
                 parts["tests"] = summary
             except Interrupted as exc:
                 interrupted = exc
