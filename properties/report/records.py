@@ -176,6 +176,22 @@ WHAT = {
     "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
         "its CI run: the default tests' CPU tier in 291 s wall (5 minutes asked), FAIL on one test, the corpus Ctrl-C "
         "test's command not ending within 20 s of SIGINT under the full suite's load (it passes alone and in make test)",
+    "verify-h200-3506c24.json": "the default gate on an idle H200 (load 0.35) once each routing call's tensors are views "
+        "of one device buffer and FlashInfer's oracle keeps its device block between calls: PASS, 96 s wall (111 s "
+        "with the report; 90 s asked), pytest 85.7 s, 1,764 passed, 0 GPU checks not run; its kill table stale "
+        "(refreshed at 3f50efb)",
+    "verify-h200-3506c24.log": "the log of `verify-h200-3506c24.json`, with the 40 slowest tests",
+    "verify-h100-3f50efb.json": "the default gate on an idle H100 (load 0.28) once the gate's own checks run while its "
+        "workers start and the long tests are dealt over the workers' first shares: PASS, 68.5 s wall (90 s asked, "
+        "on an H200; no H200 came in seven tries), 1,772 passed, 0 GPU checks not run, 414 GPU checks passed; its "
+        "kill table stale, the deep run after it made the fresh one; made on the tree committed as 3f50efb (its "
+        "provenance names 6f3e073, the device checkout's git state)",
+    "verify-deep-h100-3f50efb.json": "`make verify-deep` on the same H100 right after that gate: 353 s wall (one "
+        "10-minute call), the kill table PASS (79 of 79 killed, 154 s, `kill-table.json`); FAIL on 6 self-tests, "
+        "both causes fixed after: 4 nested pytest runs read the outer run's worker count and the new collection "
+        "order raised StopIteration on their small collections, and 2 found common/interrupts ending the running "
+        "children before the queued work was cancelled, so a queued child started after the signal on the loaded host",
+    "verify-deep-h100-3f50efb.log": "the log of `verify-deep-h100-3f50efb.json`, with the 30 slowest tests",
     "verify-h100-ccef250.json": "the default gate on an H100 after the tiers' split (self-tests, soak machinery and "
         "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
         "1,623 passed, 0 GPU checks not run, the kill table fresh",
