@@ -136,8 +136,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(depths.DEEP_MARKER)
         if depths.is_self_test(item.nodeid):
             item.add_marker(depths.SELF_TEST_MARKER)
-    items[:] = order.dealt(items, lambda item: "long" in item.keywords,
-                           int(os.environ.get(order.WORKER_COUNT_ENV, "1")))
+    items[:] = order.dealt(items, lambda item: "long" in item.keywords, order.workers(config))
     reason = cuda_reason()
     if reason is None:
         return

@@ -1,9 +1,14 @@
 """The collection order (properties/tools/order.py): the long tests dealt over the shares pytest-xdist's
 worksteal scheduler gives its workers, checked against the scheduler itself."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 from xdist.scheduler.worksteal import WorkStealingScheduling
 
+from common.provenance import REPO_ROOT
 from properties.tools import order
 
 
@@ -52,7 +57,7 @@ def test_the_shares_are_the_schedulers(n, workers):
 
 
 @pytest.mark.parametrize("n, longs, workers", [(20, (3, 7, 15, 19), 3), (1771, tuple(range(900, 949)), 14),
-                                               (10, (0, 9), 1)])
+                                               (10, (0, 9), 1), (11, (0, 1, 2, 3, 4), 14), (3, (0, 1, 2), 14)])
 def test_each_worker_starts_on_its_part_of_the_long_tests(n, longs, workers):
     collection = [f"{'long' if i in longs else 'short'}{i}" for i in range(n)]
     ordered = order.dealt(collection, lambda name: name.startswith("long"), workers)
@@ -65,3 +70,17 @@ def test_each_worker_starts_on_its_part_of_the_long_tests(n, longs, workers):
     counts = [sum(name.startswith("long") for name in share) for share in shares]
     assert max(counts) - min(counts) <= 1 and sum(counts) == len(longs)
     assert all(share[:count] == [n for n in share if n.startswith("long")] for share, count in zip(shares, counts))
+
+
+def test_a_pytest_run_inside_a_worker_orders_by_its_own_worker_count(tmp_path):
+    """A test's own pytest run (the gate's end-to-end tests) inherits the outer worker's environment, which names
+    the outer run's worker count; its collection is ordered as a run of its own: the long tests first."""
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "gw3", "PYTEST_XDIST_WORKER_COUNT": "14"}
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
+                             "tests/test_fpenv.py", "tests/test_mufu_data.py", "tests/test_casefile_strict_cpu.py"],
+                            capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120)
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert listed.returncode == 0 and ids[:2] == [
+        "tests/test_mufu_data.py::test_encoding_round_trips_and_rejects_a_corrupted_table",
+        "tests/test_casefile_strict_cpu.py::test_every_committed_case_file_is_read_strictly_and_written_back_byte_for_"
+        "byte"], listed.stdout[-2000:] + listed.stderr[-2000:]

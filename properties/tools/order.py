@@ -8,7 +8,12 @@ starts on its part of them, and the short tests behind them are what gets taken.
 root conftest orders the collection with it.
 """
 
-WORKER_COUNT_ENV = "PYTEST_XDIST_WORKER_COUNT"  # set by pytest-xdist in each worker
+
+
+def workers(config):
+    """The worker count of the pytest-xdist run whose worker collects with ``config``, else 1 (a run without
+    workers: the environment a worker's own subprocesses inherit names the outer run's count, not theirs)."""
+    return getattr(config, "workerinput", {}).get("workercount", 1)
 
 
 def shares(n, workers):
@@ -28,8 +33,10 @@ def dealt(items, is_long, workers=1):
     others = [item for item in items if not is_long(item)]
     if workers <= 1:
         return longs + others
-    ordered, rest = [], iter(others)
+    ordered, taken = [], 0
     for i, size in enumerate(shares(len(items), workers)):
         share = longs[i::workers]
-        ordered += share + [next(rest) for _ in range(max(0, size - len(share)))]
-    return ordered + list(rest)
+        fill = max(0, size - len(share))
+        ordered += share + others[taken:taken + fill]
+        taken += fill
+    return ordered + others[taken:]
