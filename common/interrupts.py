@@ -8,9 +8,13 @@ import concurrent.futures
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Set by a signal that ends the command, before its children are ended: a ThreadPool thread whose child that ends
+# would otherwise start the next queued work before the pool is shut down.
+_ending = threading.Event()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -37,16 +41,19 @@ class Interrupts:
     def _handle(self, signum, frame):
         self.signum = signum
         if not self._defer:
+            _ending.set()
             end_children()
             raise Interrupted(signum)
 
     def __enter__(self):
+        _ending.clear()
         self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
         return self
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        _ending.clear()
 
     def defer(self):
         """From now on a signal only sets ``requested``: the loop that called this stops at its next step."""
@@ -94,9 +101,21 @@ def _terminate(pid):
         pass
 
 
+def _unless_ending(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, unless a signal is ending the command: then the work never starts."""
+    if _ending.is_set():
+        raise concurrent.futures.CancelledError("not started: the command was interrupted")
+    return fn(*args, **kwargs)
+
+
 class ThreadPool(concurrent.futures.ThreadPoolExecutor):
     """A thread pool that, left by an exception (an interrupt), cancels the work not started and ends the child
-    processes of the work running before it waits, so the command ends in seconds; else it waits as usual."""
+    processes of the work running before it waits, so the command ends in seconds; else it waits as usual. Work
+    still queued when a signal arrives never starts, even where the running work ends first (its child ended by
+    the signal) and a thread is free before the pool is left."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(_unless_ending, fn, *args, **kwargs)
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,6 +47,30 @@ def test_a_signal_ends_main_with_one_line_and_128_plus_its_number(sig, capsys):
 def test_the_handlers_before_are_restored():
     before = signal.getsignal(signal.SIGINT)
     assert interrupts.run("example", lambda argv: 0) == 0 and signal.getsignal(signal.SIGINT) is before
+
+
+def test_work_queued_when_a_signal_arrives_never_starts_though_the_running_work_ends_first(monkeypatch):
+    """The signal ends the running work's children before the pool is left: a thread freed by that must not start
+    the next queued work (on the H200 host under load, the command's third child started)."""
+    release, ran = threading.Event(), []
+
+    def running_work_ends():  # the running work's child ended; its thread is free before the pool is left
+        release.set()
+        time.sleep(0.5)
+
+    monkeypatch.setattr(interrupts, "end_children", running_work_ends)
+
+    def main(argv):
+        with interrupts.ThreadPool(1) as pool:
+            pool.submit(release.wait)
+            pool.submit(ran.append, "queued work")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(END_WITHIN_S)  # never reached: the handler raises first
+        return 0
+
+    assert interrupts.run("example", main) == 130 and ran == []
+    with interrupts.ThreadPool(1) as pool:  # the next command's pool starts its work
+        assert pool.submit(lambda: "ran").result() == "ran"
 
 
 @pytest.mark.parametrize("path", sorted(LONG_COMMANDS))
