@@ -152,6 +152,9 @@ WHAT = {
     "verify-cpu-2core-6900ca6.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
         "the CPU tier PASS in 80 s wall (86 s with the report; 5 minutes asked), 413 GPU checks named as not run, the "
         "kill table fresh (made on the H200 at 8849ba8; nothing it depends on changed since)",
+    "verify-cpu-2core-757ed4d.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
+        "the CPU tier PASS in 90 s wall (99 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
+        "kill table stale by common/interrupts.py alone (fixed after the H100 deep run that made the table)",
     "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
         "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
         "file its verdicts depend on",
