@@ -267,9 +267,9 @@ def run_tests(scratch, profile, workers, pytest_args, gpus=0, meanwhile=None):
     """Run the suite with its report files in ``scratch``; (pytest exit status, summary or None). With
     ``gpus`` > 1 each worker group gets one GPU (properties/tools/gpu_groups.py). Pytest runs in a process
     group of its own, ended whole when the gate is interrupted; idle workers take queued tests from busy ones
-    (``--dist worksteal``), and the tests marked ``long`` are collected first (conftest.py). ``meanwhile`` is
-    called while the workers start and the tests run (the gate's own checks): it returns None, or other pytest
-    arguments, for which the suite is stopped and run again from the start."""
+    (``--dist worksteal``), and the tests marked ``long`` are dealt one per worker (properties/tools/order.py).
+    ``meanwhile`` is called while the workers start and the tests run (the gate's own checks): it returns None,
+    or other pytest arguments, for which the suite is stopped and run again from the start."""
     proc = _start_tests(scratch, profile, workers, pytest_args, gpus)
     try:
         again = meanwhile() if meanwhile is not None else None
@@ -442,7 +442,7 @@ def _run(args, pytest_args):
                 selection = pytest_plugin_options(args.plugins) + ["-m", DEPTHS[args.deep]] + pytest_args
 
                 def checks():
-                    """The checks that need no test result, while the tests start: the GPU tier is run again
+                    """The checks that need no test result, while the tests start: the suite is run again
                     without its GPU tests when this GPU's MUFU tables differ."""
                     nonlocal plugins
                     ticker.part = "oracle probes"
