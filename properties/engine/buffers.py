@@ -43,14 +43,45 @@ def _part(words):
     return -(-words // PART_WORDS) * PART_WORDS
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where each part starts in the buffer of ``b`` logits rows ``row_stride`` apart, in words: logits at 0,
+    then bias, ids, weights (ids and weights MAX_TOKENS rows each) and ``metadata_words`` of metadata; ``end``
+    the buffer's size."""
+
+    b: int
+    row_stride: int
+    metadata_words: int
+
+    @property
+    def bias(self):
+        return _part(self.b * self.row_stride)
+
+    @property
+    def ids(self):
+        return self.bias + _part(EXPERTS)
+
+    @property
+    def weights(self):
+        return self.ids + MAX_TOKENS * TOP_K
+
+    @property
+    def metadata(self):
+        return self.weights + MAX_TOKENS * TOP_K
+
+    @property
+    def end(self):
+        return self.metadata + self.metadata_words
+
+
 @dataclass
 class Buffers:
     """Device tensors of one call of ``case``, views of one buffer ``storage``; the outputs are views of the
     larger poisoned parts."""
 
     case: object  # the RoutingCase whose scalars the call passes
-    storage: torch.Tensor  # int32: logits rows, bias, ids, weights, metadata, each at a multiple of PART_WORDS
-    row_stride: int
+    storage: torch.Tensor  # int32, its parts where ``layout`` says
+    layout: Layout
     logits: torch.Tensor
     bias: torch.Tensor
     ids_all: torch.Tensor
@@ -69,27 +100,16 @@ class Buffers:
     def metadata(self):
         return None if self.metadata_all is None else self.metadata_all[:metadata_size(self.case.tile_n)]
 
-    def _spans(self):
-        """(start, end) words in ``storage`` of the ids, weights and metadata parts (metadata None without)."""
-        ids = _part(self.case.b * self.row_stride) + _part(EXPERTS)
-        weights = ids + MAX_TOKENS * TOP_K
-        metadata = weights + MAX_TOKENS * TOP_K
-        end = metadata + (0 if self.metadata_all is None else self.metadata_all.numel())
-        return (ids, weights), (weights, metadata), (None if self.metadata_all is None else (metadata, end))
-
     def image(self, case):
         """The host words ``storage`` must hold before a call of ``case``: its logits and bias, zero between
         rows, and the outputs poisoned."""
-        words = np.zeros(self.storage.numel(), np.uint32)
-        b, stride = case.b, self.row_stride
-        words[:b * stride].reshape(b, stride)[:, :EXPERTS] = case.logits.view(np.uint32)
-        bias = _part(b * stride)
-        words[bias:bias + EXPERTS] = case.bias.view(np.uint32)
-        ids, weights, metadata = self._spans()
-        words[slice(*ids)] = np.uint32(np.int32(IDS_POISON).view(np.uint32))
-        words[slice(*weights)] = np.uint32(WEIGHT_POISON_BITS)
-        if metadata is not None:
-            words[slice(*metadata)] = np.int32(METADATA_POISON).view(np.uint32)
+        at = self.layout
+        words = np.zeros(at.end, np.uint32)
+        words[:at.b * at.row_stride].reshape(at.b, at.row_stride)[:, :EXPERTS] = case.logits.view(np.uint32)
+        words[at.bias:at.bias + EXPERTS] = case.bias.view(np.uint32)
+        words[at.ids:at.weights] = np.int32(IDS_POISON).view(np.uint32)
+        words[at.weights:at.metadata] = WEIGHT_POISON_BITS
+        words[at.metadata:at.end] = np.int32(METADATA_POISON).view(np.uint32)
         return words.view(np.int32)
 
     def load(self, case):
@@ -107,11 +127,11 @@ class Buffers:
 
     def whole(self):
         """The whole buffers on the host, as Outputs (one copy from the device)."""
-        words = self.storage.cpu().numpy()
-        ids, weights, metadata = self._spans()
+        words, at = self.storage.cpu().numpy(), self.layout
         shape = (MAX_TOKENS, TOP_K)
-        return Outputs(words[slice(*ids)].reshape(shape), words[slice(*weights)].view(np.float32).reshape(shape),
-                       None if metadata is None else words[slice(*metadata)])
+        return Outputs(words[at.ids:at.weights].reshape(shape),
+                       words[at.weights:at.metadata].view(np.float32).reshape(shape),
+                       words[at.metadata:at.end] if self.metadata_all is not None else None)
 
     def contract(self, whole=None):
         """The outputs the contract covers: b rows, metadata_size(tile_n) elements (of ``whole``, default
@@ -133,18 +153,13 @@ def report(case, lines):
 
 def make(case, device, row_stride=EXPERTS):
     """Poisoned buffers for ``case`` on ``device``, logits rows ``row_stride`` apart: one copy to the device."""
-    ids = _part(case.b * row_stride) + _part(EXPERTS)
-    metadata_words = metadata_size(case.tile_n) + METADATA_SLACK if case.has_metadata else 0
-    words = ids + 2 * MAX_TOKENS * TOP_K + metadata_words
-    shape = (MAX_TOKENS, TOP_K)
-    storage = torch.empty(words, dtype=torch.int32, device=device)
-    floats = storage.view(torch.float32)
-    made = Buffers(case, storage, row_stride,
-                   floats[:case.b * row_stride].view(case.b, row_stride)[:, :EXPERTS],
-                   floats[_part(case.b * row_stride):][:EXPERTS],
-                   storage[ids:][:MAX_TOKENS * TOP_K].view(shape),
-                   floats[ids + MAX_TOKENS * TOP_K:][:MAX_TOKENS * TOP_K].view(shape),
-                   storage[ids + 2 * MAX_TOKENS * TOP_K:] if case.has_metadata else None)
+    at = Layout(case.b, row_stride, metadata_size(case.tile_n) + METADATA_SLACK if case.has_metadata else 0)
+    storage = torch.empty(at.end, dtype=torch.int32, device=device)
+    floats, shape = storage.view(torch.float32), (MAX_TOKENS, TOP_K)
+    made = Buffers(case, storage, at, floats[:at.b * row_stride].view(at.b, row_stride)[:, :EXPERTS],
+                   floats[at.bias:at.bias + EXPERTS], storage[at.ids:at.weights].view(shape),
+                   floats[at.weights:at.metadata].view(shape),
+                   storage[at.metadata:at.end] if case.has_metadata else None)
     storage.copy_(torch.from_numpy(made.image(case)))
     return made
 
