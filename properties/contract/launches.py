@@ -67,14 +67,21 @@ def kernel_nodes(graph):
     return launches
 
 
+def _tensors(device, b, tile_n=None):
+    """route's tensors for b zero rows: (logits, bias, ids, weights), then with ``tile_n`` the metadata request
+    with every expert local."""
+    tensors = (torch.zeros((b, EXPERTS), dtype=torch.float32, device=device),
+               torch.zeros(EXPERTS, dtype=torch.float32, device=device),
+               torch.empty((b, TOP_K), dtype=torch.int32, device=device),
+               torch.empty((b, TOP_K), dtype=torch.float32, device=device))
+    if tile_n is None:
+        return tensors
+    return tensors + (torch.empty(metadata_size(tile_n), dtype=torch.int32, device=device), 0, EXPERTS, tile_n)
+
+
 def _captured(device, b, tile_n, renormalize):
     """The kernel nodes of one graph holding route on b rows (with metadata at ``tile_n``, every expert local)."""
-    logits = torch.zeros((b, EXPERTS), dtype=torch.float32, device=device)
-    bias = torch.zeros(EXPERTS, dtype=torch.float32, device=device)
-    ids = torch.empty((b, TOP_K), dtype=torch.int32, device=device)
-    weights = torch.empty((b, TOP_K), dtype=torch.float32, device=device)
-    request = () if tile_n is None else (torch.empty(metadata_size(tile_n), dtype=torch.int32, device=device), 0,
-                                         EXPERTS, tile_n)
+    logits, bias, ids, weights, *request = _tensors(device, b, tile_n)
     torch.cuda.synchronize(device)
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     try:
@@ -112,10 +119,7 @@ def device_breaches():
     while torch reports another device current; empty when route launches from the tensors' device."""
     device = torch.device("cuda", torch.cuda.current_device())
     routing.prepare(True)
-    logits = torch.zeros((1, EXPERTS), dtype=torch.float32, device=device)
-    bias = torch.zeros(EXPERTS, dtype=torch.float32, device=device)
-    ids = torch.empty((1, TOP_K), dtype=torch.int32, device=device)
-    weights = torch.empty((1, TOP_K), dtype=torch.float32, device=device)
+    logits, bias, ids, weights = _tensors(device, 1)
     entered, other = [], device.index + 1
 
     class Recorded(torch.cuda.device):
