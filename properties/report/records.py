@@ -195,6 +195,16 @@ WHAT = {
         "order raised StopIteration on their small collections, and 2 found common/interrupts ending the running "
         "children before the queued work was cancelled, so a queued child started after the signal on the loaded host",
     "verify-deep-h100-3f50efb.log": "the log of `verify-deep-h100-3f50efb.json`, with the 30 slowest tests",
+    "verify-deep-h200-def5801.json": "`make verify-deep` on an H200 started a minute before (load 0.33): PASS, 431 s "
+        "wall (417 s the gate's own; one 10-minute call), 0 GPU checks not run; its kill table PASS, 79 of 79 mutants "
+        "killed in 202 s (`kill-table.json`, fresh for every commit whose inputs are def5801's)",
+    "verify-deep-h200-def5801.log": "the log of `verify-deep-h200-def5801.json`, with the 30 slowest tests",
+    "verify-h200-def5801.json": "the default gate on the same H200 10 s after that deep run (load 8.7 over 5 minutes) "
+        "on the tree at def5801 with the new kill table copied in: 82 s gate wall (96 s with the report; 90 s asked), "
+        "pytest 76 s, 1,774 passed, 0 GPU checks not run, the kill table fresh; FAIL on one CPU test, the results "
+        "index made stale by that copy (the kill table's seconds are in it), regenerated in the commit that added the "
+        "table",
+    "verify-h200-def5801.log": "the log of `verify-h200-def5801.json`, with the 40 slowest tests",
     "verify-h100-ccef250.json": "the default gate on an H100 after the tiers' split (self-tests, soak machinery and "
         "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
         "1,623 passed, 0 GPU checks not run, the kill table fresh",
