@@ -12,6 +12,7 @@ import concurrent.futures
 import functools
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -241,11 +242,46 @@ class _Rows(generated.Run):
     ({"contract-cpu": {"killed": False}}, ("not_run", None)),
 ], ids=["killed", "raised", "error", "survived", "not run"])
 def test_a_mutant_survives_only_when_every_planned_tier_ran_and_none_saw_it(tiers, want):
-    mutant = _at(1)
-    run = _Rows(mutant, ["contract-cpu", "differential"], tiers)
-    run.settle(mutant)
-    row = run.rows[mutant.name]
+    row = {"verdict": "not_run", "plan": ["contract-cpu", "differential"], "tiers": tiers, "killed_by": None}
+    generated.settle(row)
     assert (row["verdict"], row["killed_by"]) == want
+
+
+def test_a_record_written_mid_run_holds_each_verdict_its_tiers_decided(tmp_path):
+    """A run ended by a signal or its machine's time limit leaves the record of its last write: the mutants its
+    tiers decided read as decided there, the rest as not run."""
+    first, second = _mutants()[:2]
+    run = generated.Run([first, second], "cpu", tmp_path / "record.json", None, 1, print)
+    run.rows[first.name].update(plan=["differential"], tiers={"differential": {"killed": True}})
+    run.rows[second.name].update(plan=["differential"])
+    run.write()
+    data = json.loads(run.out.read_text())
+    assert [(r["verdict"], r["killed_by"]) for r in data["mutants"]] == [("killed", "differential"), ("not_run", None)]
+    assert data["score"]["total"]["killed"] == 1 and data["verdict"] == "FAIL"
+
+
+def test_the_watchdog_ends_a_probe_that_outlives_its_limit_and_the_tier_counts_it_crashed(tmp_path):
+    """A mutant whose kernel never finishes (a loop's step made 0) holds its probe at the first synchronisation:
+    the watchdog beside the copy ends the process, with the traceback of where it waited in the probe's log."""
+    copy = functools.partial(generated._watched_copy, seconds=1)
+    outcome = runner.run_probe(_mutants()[0], "contract-cpu", make_copy=copy)
+    assert outcome.killed is None and outcome.error.startswith(generated.ENDED_BY_WATCHDOG) and outcome.seconds < 30
+    row = {"verdict": "not_run", "plan": ["contract-cpu"], "killed_by": None,
+           "tiers": {"contract-cpu": {"killed": outcome.killed, "error": outcome.error}}}
+    generated.settle(row)
+    assert (row["verdict"], row["killed_by"]) == ("crashed", "contract-cpu")
+
+
+def test_a_process_started_in_a_folder_without_the_watchdog_runs_on(tmp_path):
+    generated._copy(None, tmp_path)
+    code = "import time; time.sleep(3); print('ran on')"
+    done = subprocess.run([sys.executable, "-c", code], env=runner._probe_env(tmp_path), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ran on"
+    generated._watched_copy(None, tmp_path, seconds=1)
+    done = subprocess.run([sys.executable, "-c", code], env=runner._probe_env(tmp_path), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == -signal.SIGALRM and "ran on" not in done.stdout
 
 
 @pytest.mark.parametrize("prefilter,want", [

@@ -18,16 +18,21 @@ Stages, each mutant stopping at its first kill:
 
 A mutant listed in properties/mutants/equivalents.py (named by site, with the reason) is not run. The record
 (``score``) holds, per file and function and per operator: sites, mutants, equivalent, killed, survived; every
-survivor's diff. It is written after the prefilter and after each probe, and ``resume`` reuses each mutant's
-tier outcomes whose mutant digest (the edited package's sha256) and harness digest are unchanged.
+survivor's diff. It is written, each verdict settled, after the prefilter and after each probe, and ``resume``
+reuses each mutant's tier outcomes whose mutant digest (the edited package's sha256) and harness digest are
+unchanged. A mutant's probe still running HANG_FACTOR times as long as the real kernel's probe of the same tier
+(at least HANG_FLOOR_S) is taken for a kernel that never finishes: a watchdog ends its process and the tier counts
+the mutant crashed, as mutation tools count a timeout.
 """
 
 import ast
 import concurrent.futures
+import functools
 import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,6 +57,17 @@ PREFILTER_FILE = PREFILTER.replace(".", "/") + ".py"
 # or timed out on it (the real kernel passing that tier); the three count as detected.
 VERDICTS = ("killed", "not_viable", "crashed", "equivalent", "survived", "not_run")
 DETECTED = ("killed", "not_viable", "crashed")
+HANG_FACTOR = 10
+HANG_FLOOR_S = 120
+# Python's start-up imports this module from the first folder on the path that holds one; a probe puts its own
+# folder first (runner._probe_env), so a file of this name there runs in the probe's process before anything else.
+WATCHDOG = "sitecustomize.py"
+WATCHDOG_SOURCE = '''"""The generated mutants' watchdog: SIGALRM ends this probe after {seconds} s (a kernel that never finishes)."""
+import signal
+
+signal.alarm({seconds})
+'''
+ENDED_BY_WATCHDOG = f"probe exit {-signal.SIGALRM};"  # how runner.run_probe reports a process SIGALRM ended
 
 
 def harness_digest(root=REPO_ROOT):
@@ -84,6 +100,13 @@ def _copy(mutant, folder, kernel_dir=KERNEL_DIR):
     for name, text in generate.sources_of(mutant, kernel_dir).items():
         (target / name).write_text(text)
     return target
+
+
+def _watched_copy(mutant, folder, seconds):
+    """_copy, and beside it the watchdog that ends the probe started in ``folder`` after ``seconds`` (the alarm
+    signal's default action: no Python code need run, so it ends a process waiting inside a CUDA call)."""
+    (Path(folder) / WATCHDOG).write_text(WATCHDOG_SOURCE.format(seconds=seconds))
+    return _copy(mutant, folder)
 
 
 def statements(text):
@@ -157,6 +180,7 @@ class Run:
             row["known_kill"] = old.get("killed_by") if old else None
             self.rows[m.name] = row
         self.real = {}
+        self.hang_s = {}  # tier: seconds after which a mutant's probe is ended (from the real kernel's probe)
         self.started = time.perf_counter()
         self.failures = []
 
@@ -173,12 +197,14 @@ class Run:
     def record(self):
         rows = [self.rows[m.name] for m in self.mutants]
         for m, row in zip(self.mutants, rows):
+            settle(row)
             if row["verdict"] == "survived":
                 row["diff"] = generate.diff(m, KERNEL_DIR)
         return {"kind": "mutants-generated", "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
                 "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
                 "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
                 "seconds": round(time.perf_counter() - self.started, 1), "failures": self.failures,
+                "hang_seconds": self.hang_s,
                 "stopped_at_time_budget": self.stopped,
                 "real": self.real, "score": score(rows),
                 "survivors": [{"mutant": r["mutant"], "site": f"{r['file']}:{r['line']}", "diff": r.get("diff")}
@@ -317,21 +343,6 @@ class Run:
         row["plan"] = plan
         return plan
 
-    def settle(self, m):
-        row = self.rows[m.name]
-        if row["verdict"] in DETECTED + ("equivalent",) or not row["plan"]:
-            return
-        killed = [t for t in row["plan"] if row["tiers"].get(t, {}).get("killed")]
-        errors = [t for t in row["plan"] if row["tiers"].get(t, {}).get("error") or row["tiers"].get(t, {}).get("raised")]
-        if killed:
-            row.update(verdict="killed", killed_by=killed[0])
-        elif errors:
-            row.update(verdict="crashed", killed_by=errors[0])
-        elif all(t in row["tiers"] for t in row["plan"]):
-            row["verdict"] = "survived"
-        else:
-            row["verdict"] = "not_run"
-
     def tiers(self, runnable):
         """Each mutant's planned tiers that ``runnable`` holds, in order, until one kills it."""
         if self.out_of_time():
@@ -348,6 +359,7 @@ class Run:
             for (_, t), o in real.items():
                 self.real[t] = {"passed": o.killed is False and not o.raised and not o.error,
                                 "evidence": o.evidence[:6], "error": o.error}
+                self.hang_s[t] = max(HANG_FLOOR_S, round(HANG_FACTOR * o.seconds))
                 if not self.real[t]["passed"]:
                     self.failures.append(f"the real kernel fails the {t} tier: {o.error or o.evidence[:5]}")
                     return
@@ -370,16 +382,39 @@ class Run:
         for tier in plan:
             if self.out_of_time():
                 return
-            o = runner.run_probe(mutant, tier, self.probe_args(mutant, tier), make_copy=_copy)
+            o = runner.run_probe(mutant, tier, self.probe_args(mutant, tier),
+                                 make_copy=functools.partial(_watched_copy, seconds=self.hang_s[tier]))
+            error = o.error
+            if error and error.startswith(ENDED_BY_WATCHDOG):
+                error = f"no verdict within {self.hang_s[tier]} s: the watchdog ended the probe ({error})"
             with self.lock:
                 self.rows[mutant.name]["tiers"][tier] = {"killed": o.killed, "evidence": o.evidence[:6],
-                                                         "raised": o.raised[:3], "case": o.case, "error": o.error,
+                                                         "raised": o.raised[:3], "case": o.case, "error": error,
                                                          "seconds": round(o.seconds, 1)}
             self.log(f"  {mutant.name:60s} {tier:12s} {'killed' if o.killed else 'error' if o.error else 'not killed'}"
                      f" {o.seconds:6.1f} s")
             self.write()
             if o.killed or o.error:
                 return
+
+
+def settle(row):
+    """A row's verdict from its plan's tier outcomes: killed by the first tier that saw it, crashed where a tier's
+    probe raised, failed or was ended by the watchdog, survived when every planned tier ran and none did, not run
+    while one is left; a verdict the prefilter or the equivalents list gave stands."""
+    if row["verdict"] in DETECTED + ("equivalent",) or not row["plan"]:
+        return
+    outcomes = [row["tiers"].get(t, {}) for t in row["plan"]]
+    killed = [t for t, o in zip(row["plan"], outcomes) if o.get("killed")]
+    errors = [t for t, o in zip(row["plan"], outcomes) if o.get("error") or o.get("raised")]
+    if killed:
+        row.update(verdict="killed", killed_by=killed[0])
+    elif errors:
+        row.update(verdict="crashed", killed_by=errors[0])
+    elif all(t in row["tiers"] for t in row["plan"]):
+        row["verdict"] = "survived"
+    else:
+        row["verdict"] = "not_run"
 
 
 def _variant_keys():
@@ -427,8 +462,6 @@ def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print
             this.classify(m)
         this.write()
         this.tiers((CONTRACT_CPU,) + (GPU_TIERS if tier == "gpu" else ()))
-    for m in mutants:
-        this.settle(m)
     this.write()
     data = this.record()
     total = data["score"]["total"]

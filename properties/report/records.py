@@ -205,6 +205,12 @@ WHAT = {
         "index made stale by that copy (the kill table's seconds are in it), regenerated in the commit that added the "
         "table",
     "verify-h200-def5801.log": "the log of `verify-h200-def5801.json`, with the 40 slowest tests",
+    "mutants-generated-h200-def5801.json": "the generated mutants on an H200 at def5801 (`python -m properties.mutants "
+        "generated --tier gpu --jobs 16`, two calls: 479 s ended at its time budget, then `--resume` until the call's "
+        "limit ended it; this is the record of its last write, each verdict settled from the tier outcomes it holds): "
+        "917 mutants at 516 sites, 668 killed, 48 not viable, 71 crashed, 129 equivalent, 0 survived, 1 not run: "
+        "`write_expert_metadata.int_minus_one.22` (the padding's part count 1 -> 0, a loop of step 0 that never ends), "
+        "whose probe was still waiting on the GPU when the call ended; FAIL until a resumed run decides it",
     "verify-h100-ccef250.json": "the default gate on an H100 after the tiers' split (self-tests, soak machinery and "
         "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
         "1,623 passed, 0 GPU checks not run, the kill table fresh",
