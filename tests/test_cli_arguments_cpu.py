@@ -171,6 +171,8 @@ ROWS = [
     ("properties.mutants", ["generated", "--out", "{F}/folder"], "--out"),
     ("properties.mutants", ["generated", "--resume", "{F}/missing.json"], "--resume"),
     ("properties.mutants", ["generated", "--resume", "{F}/object.json"], "--resume"),
+    ("properties.mutants", ["generated", "--resume", "{F}/list.json"], "--resume"),
+    ("properties.mutants", ["generated", "--resume", "{F}/mutants-of-another-kind.json"], "--resume"),
     ("properties.mutants", ["generated", "--tier", "gpu"], "--tier", PROCESS),
     # ---- the harness mutants
     ("properties.mutants.harness_run", ["--only", "no_such_mutant"], "--only", PROCESS),
@@ -235,6 +237,8 @@ def fixtures(tmp_path_factory):
     (folder / "not-json.json").write_text("not JSON\n")
     (folder / "list.json").write_text("[1, 2]\n")
     (folder / "object.json").write_text(json.dumps({"format": "something else"}) + "\n")
+    # a record that lists mutants but is not a generated-mutants run (the kill table's shape)
+    (folder / "mutants-of-another-kind.json").write_text(json.dumps({"verdict": "PASS", "mutants": []}) + "\n")
     return folder
 
 

@@ -85,8 +85,9 @@ def _generated(argv):
         parser.error(str(exc))
     if args.resume:
         try:
-            if "mutants" not in json.loads(args.resume.read_text()):
-                raise ValueError("it has no mutants")
+            data = json.loads(args.resume.read_text())
+            if not isinstance(data, dict) or data.get("kind") != generated.RECORD_KIND:
+                raise ValueError(f"its kind is not {generated.RECORD_KIND!r}")
         except ValueError as exc:
             parser.error(f"--resume: {args.resume} is not a generated-mutants record ({exc})")
     if args.tier == "gpu" and cuda_reason():

@@ -46,6 +46,7 @@ from properties.mutants import equivalents, freshness, generate, probe, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
+RECORD_KIND = "mutants-generated"
 WORK_ROOT = REPO_ROOT / "build" / "mutants-generated"
 PREFILTER = "properties.mutants.prefilter"
 GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
@@ -200,7 +201,7 @@ class Run:
             settle(row)
             if row["verdict"] == "survived":
                 row["diff"] = generate.diff(m, KERNEL_DIR)
-        return {"kind": "mutants-generated", "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
+        return {"kind": RECORD_KIND, "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
                 "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
                 "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
                 "seconds": round(time.perf_counter() - self.started, 1), "failures": self.failures,
