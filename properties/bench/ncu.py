@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kernel import routing
 from common.cuda_tools import find_tool
 from common.provenance import REPO_ROOT
+from kernel import routing
 from properties.bench.problem import Config, Problem
 from properties.bench.timing import error_line
 

@@ -9,7 +9,6 @@ root conftest orders the collection with it.
 """
 
 
-
 def workers(config):
     """The worker count of the pytest-xdist run whose worker collects with ``config``, else 1 (a run without
     workers: the environment a worker's own subprocesses inherit names the outer run's count, not theirs)."""
