@@ -157,7 +157,7 @@ corpus-record: $(STAMP) ## (GPU) record every implementation's outputs into corp
 # included) and PyTorch eager, b = 1..8, on a GPU:
 # CUDA-graph and PDL-chain timings, Nsight Compute where it runs, the harness's throughput. BENCH_ARGS adds
 # e.g. `--verify-record FILE` (from `$(PY) -m properties.bench --time-verify --out FILE`). Results go to
-# reports/bench.json; BENCH_OUT=properties/results/bench-h200.json refreshes the committed record.
+# reports/bench.json; BENCH_OUT=properties/results/bench.json refreshes the committed record.
 .PHONY: bench
 BENCH_OUT ?= reports/bench.json
 bench: $(STAMP) flashinfer-oracle ## (GPU) the benchmark; BENCH_OUT (reports/bench.json), reports/index.html

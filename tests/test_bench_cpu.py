@@ -14,7 +14,7 @@ from properties.bench.results_file import VARIANT_NAMES
 from helpers import DIV_PAIRS, PRIMITIVES_SWEPT
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "properties" / "results" / "bench-h200.json"
+RESULTS = ROOT / "properties" / "results" / "bench.json"
 
 
 def _entry(median):
@@ -187,7 +187,7 @@ def test_harness_figures_on_the_cpu():
 
 
 def test_committed_results_match_the_readme():
-    """The results README's benchmark block is the table of properties/results/bench-h200.json, or absent without it."""
+    """The results README's benchmark block is the table of properties/results/bench.json, or absent without it."""
     block = results_file.README_BLOCK.read((ROOT / "properties" / "results" / "README.md").read_text())
     if not RESULTS.is_file():
         assert block is None, f"README has a benchmark table but {RESULTS.relative_to(ROOT)} does not exist"

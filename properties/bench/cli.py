@@ -7,7 +7,7 @@ for b = 1..8 tokens, and the harness's own throughput. Results go to one JSON fi
                                                                        # (default reports/verify-time.json)
 
 Nothing committed is written unless the command line names it: the committed record is refreshed with
-``--out properties/results/bench-h200.json`` (``make bench BENCH_OUT=...``), the README tables with
+``--out properties/results/bench.json`` (``make bench BENCH_OUT=...``), the README tables with
 ``--update-readme``. Every argument is checked before any work (one line naming it, exit 2).
 
 Method. Each variant (properties/bench/results_file.py VARIANTS) is captured ``--iterations`` times back to back into one

@@ -304,7 +304,7 @@ CATALOG = (
     _m("bench_verify_time_to_results", BENCH_CLI, "bench --time-verify writes the committed bench record by default",
        CLEAN_T + "test_the_benchs_default_outputs_are_reports",
        ('DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"',
-        'DEFAULT_VERIFY_OUT = REPO_ROOT / "properties" / "results" / "bench-h200.json"')),
+        'DEFAULT_VERIFY_OUT = REPO_ROOT / "properties" / "results" / "bench.json"')),
     # ---- recorded corpus data
     _d("data_cute_metadata_dropped", "cute removed from the recorded metadata of every metadata case file",
        CORPUS_T + "test_every_recording_holds_every_field_its_implementation_writes", _drop_cute_metadata, 341),

@@ -46,16 +46,24 @@ WHAT = {
         "change): eager with metadata 12.6-16.3 µs, its compiled call alone 4.2-9.2 µs and the signature 3.3-5.7 µs; "
         "the 5 µs target not met; graph replay 1.18-1.44x flashinfer_pdl (1.3x not met at b = 3 and 5 on this GPU), "
         "the PDL chain 1.39-1.63x",
-    "bench-h200.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench-h200.json`): "
-        "its tables are below",
+    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench.json`), on an "
+        "H100 at ad3ddbd (no H200 came; idle, load 2.3): graphed, the kernel alone 1.149-1.176 us and with metadata "
+        "1.26-1.83 us, 1.23-1.43x FlashInfer's metadata kernel with PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in "
+        "the PDL chain; eager route() 10.1-12.2 us alone and 11.5-14.2 us with metadata (5 us missed), of which the "
+        "signature 3.0-5.7 us and the compiled TVM-FFI call 4.1-6.1 us, and an empty kernel launched through ctypes "
+        "4.9-6.0 us on this host; its tables are below",
+    "bench-h200-d559af4.json": "`make bench` on an H200 at d559af4, the committed bench record until the eager "
+        "path's changes (its breakdown: `breakdown-h200-d559af4.json`)",
     "bench-h200-8849ba8.json": "`make bench` on an H200 at 8849ba8 (load 11.6 at its start; no phase breakdown at "
         "this commit, so not the committed bench record): graphed, the kernel alone 1.03-1.09 us and with metadata "
         "1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short of 1.3x); eager route() "
         "7.0-10.6 us alone and 8.1-12.0 us with metadata, its parts per b",
     "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
         "the kernel cut after each phase, each cut timed (table below)",
+    "breakdown-h100-ad3ddbd.json": "the phase breakdown beside `bench.json`, same H100 and commit (table below): the "
+        "launch floor 0.49-0.50 us, the scores' phase the largest (0.26-0.33 us), the top-8 rounds 0.10-0.13 us",
     "breakdown-h200-1b1f355.json": "the phase breakdown after the speculative top-8 rounds (table below)",
-    "breakdown-h200-d559af4.json": "the newest phase breakdown, beside `bench-h200.json` (table below); its stage kernels "
+    "breakdown-h200-d559af4.json": "the phase breakdown beside `bench-h200-d559af4.json` (table below); its stage kernels "
         "cut the general 256-thread kernel, so at b = 1 and 2 its last row is not what route launches",
     "breakdown-h200-f3d1241.json": "the first phase breakdown: the 8 argmax rounds are the largest phase, 0.43-0.55 µs; "
         "the launch floor 0.42-0.44 µs (table below)",
@@ -214,6 +222,20 @@ WHAT = {
     "verify-cpu-2core-253c905.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
         "the CPU tier PASS in 100 s wall (106 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
         "kill table fresh (made on the H200 at def5801; nothing it depends on changed since)",
+    "verify-h100-ad3ddbd.json": "the default gate on an idle H100 (load 0.35, no H200 came) at the final code: PASS, "
+        "82.6 s gate wall (94.8 s with the report; 90 s asked, on an H200), 14 workers, 1,778 passed, 0 GPU checks not "
+        "run, the kill table fresh (the H200's of def5801: same inputs)",
+    "verify-h100-ad3ddbd.log": "the log of `verify-h100-ad3ddbd.json`, with the 40 slowest tests",
+    "verify-deep-h100-ad3ddbd.json": "`make verify-deep` on the same H100 after the gate, the generated mutants and the "
+        "bench (load 1.1): PASS, 419 s wall (405 s the gate's own; one 10-minute call), 379 passed, 0 GPU checks not "
+        "run; its kill table PASS, 79 of 79 mutants killed in 219 s (`kill-table.json`)",
+    "verify-deep-h100-ad3ddbd.log": "the log of `verify-deep-h100-ad3ddbd.json`, with the 30 slowest tests",
+    "mutants-generated-h100-ad3ddbd.json": "the generated mutants at the final code (`python -m properties.mutants "
+        "generated --tier gpu --jobs 16 --resume mutants-generated-h200-def5801.json` on an H100, 167.5 s): PASS, 917 "
+        "mutants at 516 sites, 668 killed, 48 not viable, 72 crashed, 129 equivalent, 0 survived, 0 not run, 788 of "
+        "788 non-equivalent detected; 881 mutants' outcomes reused from the H200's run (same mutant and harness "
+        "digests), 36 decided here: 35 crashed mutants' untried contract-gpu tier, and "
+        "`write_expert_metadata.int_minus_one.22` ended by the watchdog after 122 s",
     "verify-h100-ccef250.json": "the default gate on an H100 after the tiers' split (self-tests, soak machinery and "
         "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
         "1,623 passed, 0 GPU checks not run, the kill table fresh",

@@ -22,7 +22,7 @@ VERIFY = GATE_REPORTS[0]
 SOAK = "soak.json"
 # properties/bench/cli.py DEFAULT_OUT (not imported: that module loads torch); a CPU test holds them equal.
 BENCH = "bench.json"
-RECORDED_BENCH = RESULTS / "bench-h200.json"
+RECORDED_BENCH = RESULTS / "bench.json"
 # Per-implementation verdicts (issue 21's plug-in interface): any reports/verdict-*.json is shown.
 VERDICTS = "verdict-*.json"
 
