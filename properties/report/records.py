@@ -222,6 +222,12 @@ WHAT = {
     "verify-cpu-2core-253c905.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
         "the CPU tier PASS in 100 s wall (106 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
         "kill table fresh (made on the H200 at def5801; nothing it depends on changed since)",
+    "verify-h100-a654f68.json": "the default gate at the final commit on a freshly started H100 (load 0.15): PASS, "
+        "65.7 s gate wall (74.4 s with the report; 90 s asked, on an H200), 14 workers, 1,780 passed, 0 GPU checks "
+        "not run, the kill table fresh (`kill-table.json`, made at ad3ddbd); made on the tree committed as a654f68 "
+        "(its provenance names ad3ddbd with uncommitted changes, the device checkout's git state; the tree's own "
+        "kill table and its 1,780 tests are a654f68's)",
+    "verify-h100-a654f68.log": "the log of `verify-h100-a654f68.json`, with the 40 slowest tests",
     "verify-h100-ad3ddbd.json": "the default gate on an idle H100 (load 0.35, no H200 came) at the final code: PASS, "
         "82.6 s gate wall (94.8 s with the report; 90 s asked, on an H200), 14 workers, 1,778 passed, 0 GPU checks not "
         "run, the kill table fresh (the H200's of def5801: same inputs)",
