@@ -219,6 +219,9 @@ WHAT = {
         "917 mutants at 516 sites, 668 killed, 48 not viable, 71 crashed, 129 equivalent, 0 survived, 1 not run: "
         "`write_expert_metadata.int_minus_one.22` (the padding's part count 1 -> 0, a loop of step 0 that never ends), "
         "whose probe was still waiting on the GPU when the call ended; FAIL until a resumed run decides it",
+    "verify-cpu-2core-256b523.json": "the README's first command, `make verify`, in a fresh clone on this project's "
+        "2-core CPU machine at the session's last code: 228 s with its set-up; the CPU tier PASS in 153.5 s wall, 414 "
+        "GPU checks named as not run, the kill table fresh; `make test` after it took 207 s (435 s for both commands)",
     "verify-cpu-2core-253c905.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
         "the CPU tier PASS in 100 s wall (106 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
         "kill table fresh (made on the H200 at def5801; nothing it depends on changed since)",
