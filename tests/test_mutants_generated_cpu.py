@@ -23,7 +23,7 @@ from common.provenance import REPO_ROOT
 from kernel import routing
 from kernel.layout import MAX_TILE, TOP_K, VECTOR_WORDS
 from properties.mutants import equivalents, generate, generated, probe, runner
-from properties.mutants.catalog import KERNEL_DIR, STATIC
+from properties.mutants.catalog import CONTRACT_CPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
 
 
@@ -258,6 +258,25 @@ def test_a_record_written_mid_run_holds_each_verdict_its_tiers_decided(tmp_path)
     data = json.loads(run.out.read_text())
     assert [(r["verdict"], r["killed_by"]) for r in data["mutants"]] == [("killed", "differential"), ("not_run", None)]
     assert data["score"]["total"]["killed"] == 1 and data["verdict"] == "FAIL"
+
+
+def test_a_resumed_mutant_whose_chain_ended_runs_no_later_tier(tmp_path, monkeypatch):
+    """A probe that gave no verdict ends the mutant's chain in a resumed run as in the run that recorded it (the
+    mutant is crashed either way); one whose checks raised goes on to its next tier, which may kill it."""
+    crashed, raised = _mutants()[:2]
+    run = generated.Run([crashed, raised], "cpu", tmp_path / "record.json", None, 1, print)
+    for m, first in ((crashed, {"killed": None, "error": "probe exit 2"}), (raised, {"killed": False,
+                                                                                  "raised": ["a fault"]})):
+        run.rows[m.name].update(plan=[CONTRACT_CPU, DIFFERENTIAL], tiers={CONTRACT_CPU: first},
+                                reach={"decidable": False})
+    monkeypatch.setattr(runner, "_pool_run", lambda work, jobs, log: {
+        ("real", tier): runner.Outcome(tier, killed=False, seconds=1.0) for _, tier, _ in work})
+    probed = []
+    monkeypatch.setattr(runner, "run_probe", lambda mutant, tier, *args, **kwargs: probed.append(
+        (mutant.name, tier)) or runner.Outcome(tier, killed=True))
+    run.tiers((CONTRACT_CPU, DIFFERENTIAL))
+    assert probed == [(raised.name, DIFFERENTIAL)]
+    assert [run.rows[m.name]["verdict"] for m in (crashed, raised)] == ["crashed", "killed"]
 
 
 def test_the_watchdog_ends_a_probe_that_outlives_its_limit_and_the_tier_counts_it_crashed(tmp_path):

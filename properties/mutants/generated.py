@@ -345,13 +345,14 @@ class Run:
         return plan
 
     def tiers(self, runnable):
-        """Each mutant's planned tiers that ``runnable`` holds, in order, until one kills it."""
+        """Each mutant's planned tiers that ``runnable`` holds, in order, until one ends its chain; a resumed
+        mutant whose chain an earlier run ended runs none."""
         if self.out_of_time():
             return
         chains = []
         for m in self.mutants:
             plan = [t for t in self.rows[m.name]["plan"] if t in runnable]
-            if plan and not any(self.rows[m.name]["tiers"].get(t, {}).get("killed") for t in plan):
+            if plan and not any(_ends_chain(self.rows[m.name]["tiers"].get(t, {})) for t in plan):
                 chains.append((m, [t for t in plan if t not in self.rows[m.name]["tiers"]]))
         chains = [(m, plan) for m, plan in chains if plan]
         used = sorted({t for _, plan in chains for t in plan})
@@ -395,8 +396,14 @@ class Run:
             self.log(f"  {mutant.name:60s} {tier:12s} {'killed' if o.killed else 'error' if o.error else 'not killed'}"
                      f" {o.seconds:6.1f} s")
             self.write()
-            if o.killed or o.error:
+            if _ends_chain(self.rows[mutant.name]["tiers"][tier]):
                 return
+
+
+def _ends_chain(outcome):
+    """Whether a tier's recorded outcome ends its mutant's chain of tiers: a kill, or a probe that gave no verdict
+    (the mutant is crashed whatever a later tier says; a check that raised does not end it, a later tier may kill)."""
+    return bool(outcome.get("killed") or outcome.get("error"))
 
 
 def settle(row):
