@@ -84,7 +84,14 @@ COMPILE_EXAMPLE = ("an example argument of the compile gives it only its type (a
                    "every variant is the real one's); every launch passes its own value")
 KEPT_ARTIFACTS = ("the pinned DSL keeps a PTX with its .entry and a cubin whenever a compile succeeds, so the guard "
                   "raises in neither form; it is there for a DSL that stops keeping them")
+SAME_DEVICE_EITHER_WAY = ("current_device only decides whether _launch enters the logits' device first: entering it "
+                          "when it is already current launches alike, so a None index changes no launch")
+WARM_UPS_COMPILE = ("prepare's warm-up launches (route) compile any variant the swapped loop left out before they launch "
+                    "it, so after prepare every kernel route launches is compiled and loaded as before; the swap only "
+                    "compiles other variants too")
 LISTED = {
+    "routing.current_device.statement_dropped.0": SAME_DEVICE_EITHER_WAY,
+    "routing.prepare.argument_swap.0": WARM_UPS_COMPILE,
     "routing.compile_artifacts.bool_swap.0": KEPT_ARTIFACTS,
     **{f"routing.compile_variant.int_{step}.{n}": COMPILE_EXAMPLE for step in ("minus_one", "plus_one")
        for n in (4, 6, 7, 8)},
