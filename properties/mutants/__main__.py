@@ -86,8 +86,8 @@ def _generated(argv):
     if args.resume:
         try:
             data = json.loads(args.resume.read_text())
-            if not isinstance(data, dict) or data.get("kind") != generated.RECORD_KIND:
-                raise ValueError(f"its kind is not {generated.RECORD_KIND!r}")
+            if not isinstance(data, dict) or data.get("kind") != freshness.RECORD_KIND:
+                raise ValueError(f"its kind is not {freshness.RECORD_KIND!r}")
         except ValueError as exc:
             parser.error(f"--resume: {args.resume} is not a generated-mutants record ({exc})")
     if args.tier == "gpu" and cuda_reason():

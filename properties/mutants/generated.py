@@ -47,14 +47,12 @@ from properties.mutants import equivalents, freshness, generate, probe, refresh,
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
-RECORD_KIND = "mutants-generated"
 WORK_ROOT = REPO_ROOT / "build" / "mutants-generated"
 PREFILTER = "properties.mutants.prefilter"
 GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
 # Mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a run stopped at
 # its time budget waits for at most one batch per worker.
 BATCH = 8
-PREFILTER_FILE = PREFILTER.replace(".", "/") + ".py"
 # killed: a check or a comparison saw it; not_viable: its compile fails or crashes; crashed: a tier's probe raised
 # or timed out on it (the real kernel passing that tier); the three count as detected.
 VERDICTS = ("killed", "not_viable", "crashed", "equivalent", "survived", "not_run")
@@ -73,12 +71,11 @@ ENDED_BY_WATCHDOG = f"probe exit {-signal.SIGALRM};"  # how runner.run_probe rep
 
 
 def harness_digest(root=REPO_ROOT):
-    """sha256 of what decides a verdict besides the mutant's own kernel: the kill table's inputs (freshness.py:
-    every repository module the probes import, followed through their imports, and the data they read) but the
-    kernel's files, the prefilter, and the packages' versions. A change anywhere else reuses every outcome."""
-    root = Path(root)
-    files = {path: sha for path, sha in freshness.inputs(root).items() if not path.startswith("kernel/")}
-    files[PREFILTER_FILE] = hashlib.sha256((root / PREFILTER_FILE).read_bytes()).hexdigest()
+    """sha256 of what decides a verdict besides the mutant's own kernel: the evidence record's inputs
+    (freshness.py: every repository module the run, the prefilter and the probes import, followed through their
+    imports, and the data they read) but the kernel's files, and the packages' versions. A change anywhere else
+    keeps every outcome (properties/mutants/refresh.py's KEPT)."""
+    files = {path: sha for path, sha in freshness.inputs(Path(root)).items() if not path.startswith("kernel/")}
     return hashlib.sha256(json.dumps([record()["packages"], sorted(files.items())]).encode()).hexdigest()
 
 
@@ -224,7 +221,7 @@ class Run:
                 row["diff"] = generate.diff(m, KERNEL_DIR)
         seconds = round(time.perf_counter() - self.started, 1)
         complete = not self.selection and not self.stopped and all(r["verdict"] != "not_run" for r in rows)
-        return {"kind": RECORD_KIND, "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
+        return {"kind": freshness.RECORD_KIND, "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
                 "complete": complete, "selection": self.selection, "inputs": self.inputs,
                 "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
                 "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
