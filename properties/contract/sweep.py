@@ -72,8 +72,8 @@ def prepare_breaches():
 
 def parts(cuda, examples):
     """The contract property's parts, cheap first: (name, function giving its breach lines). A part's name is a
-    contract case: ``run(cuda, examples, first=name)`` runs it before the others. The targeted calls are one part
-    each, named "targeted / <group> / <label>"."""
+    contract case: ``run(cuda, examples, only=name)`` runs that part alone. The targeted calls are one part each,
+    named "targeted / <group> / <label>"."""
     device, sync = device_of(cuda), synchronizer(cuda)
     found = [("prepare", prepare_breaches)] if cuda else []
     if cuda:
@@ -88,13 +88,11 @@ def parts(cuda, examples):
     return found
 
 
-def run(cuda, examples, first=None):
-    """(the part that breached, its first lines), or (None, []) when the imported kernel honours the contract;
-    ``first``: a part's name (a saved contract case) run before the others."""
-    ordered = parts(cuda, examples)
-    ordered.sort(key=lambda part: part[0] != first)
-    for name, breached in ordered:
-        lines = breached()
+def run(cuda, examples, only=None):
+    """(the part that breached first, its first lines), or (None, []) when the imported kernel honours the contract;
+    ``only``: a part's name (a saved contract case), run alone."""
+    for name, breached in parts(cuda, examples):
+        lines = breached() if only is None or name == only else []
         if lines:
             return name, lines[:MAX_LINES]
     return None, []

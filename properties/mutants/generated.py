@@ -308,8 +308,8 @@ class Run:
         compiles the one variant of its case (none for the source checks), anything else every variant it reaches."""
         row = self.rows[m.name]
         confirm = row.get("confirm")
-        if row["prefilter"] is not None or m.name in equivalents.LISTED or confirm and "held" not in confirm \
-                and confirm["tier"] != STATIC:
+        if row["prefilter"] is not None or m.name in equivalents.LISTED or confirm and confirm.get("held") \
+                or confirm and "held" not in confirm and confirm["tier"] != STATIC:
             return None
         variants, launch = self.reach[m.name]
         if confirm and "held" not in confirm and confirm["case"] is not None:
@@ -407,26 +407,46 @@ class Run:
         return all(self.real[t]["passed"] for t in used)
 
     def confirm(self, runnable):
-        """CONFIRM of the tiers that call route: each mutant's detecting tier alone, given its saved case; the
-        verdict holds when that tier ends its chain again, else the row is left for the prefilter and every tier."""
+        """CONFIRM of the tiers that call route: each mutant's detecting tier alone on its saved case (a
+        differential case file replayed, the contract's part run alone; the real kernel must pass every case
+        replayed, so no kill is vacuous), or, without a case, that tier whole. The verdict holds when the case
+        kills again (without a case: when the tier ends the chain again); else the row is left for the prefilter
+        and every tier."""
         work = [m for m in self.mutants if (self.rows[m.name].get("confirm") or {}).get("tier") in runnable
                 and "held" not in self.rows[m.name]["confirm"]]
         used = sorted({self.rows[m.name]["confirm"]["tier"] for m in work})
         if not work or self.out_of_time() or not self.real_tiers(used):
             return
-        self.log(f"generated: {len(work)} mutants confirmed by the tier that detected them ({used})")
+        replayed = [self.rows[m.name]["confirm"]["case"] for m in work
+                    if self.rows[m.name]["confirm"]["tier"] == DIFFERENTIAL and self.rows[m.name]["confirm"]["case"]]
+        if replayed:
+            real = runner.run_probe(None, "replay", ["--case", *replayed])
+            if real.error or real.killed or real.raised:
+                self.failures.append(f"the real kernel mismatches saved killing cases: {real.error or real.evidence[:5]}")
+                return
+        self.log(f"generated: {len(work)} mutants confirmed by the tier that detected them ({used}), "
+                 f"{sum(self.rows[m.name]['confirm']['case'] is not None for m in work)} by their saved case")
 
         def one(m):
             row = self.rows[m.name]
             tier, case = row["confirm"]["tier"], row["confirm"]["case"]
-            args = self.probe_args(m, tier, case)
             if self.out_of_time():
                 return
-            outcome = self._probe(m, tier, args)
+            if tier == DIFFERENTIAL and case is not None:
+                outcome = self._run(m, "replay", ("--case", case), self.hang_s[DIFFERENTIAL])
+                outcome["case"] = self._keep_case(m, DIFFERENTIAL, case)
+            else:
+                outcome = self._run(m, tier, self.probe_args(m, tier, case), self.hang_s[tier])
+            held = bool(outcome["killed"]) if case is not None else _ends_chain(outcome)
             with self.lock:
-                row["confirm"].update(held=_ends_chain(outcome), by_case=bool(outcome.get("by_case")))
-                if row["confirm"]["held"]:
-                    row["plan"] = [tier]
+                row["confirm"].update(held=held, by_case=case is not None and held)
+                if held:
+                    row["tiers"][tier], row["plan"] = outcome, [tier]
+                else:
+                    row["confirm"]["outcome"] = outcome
+            self.log(f"  {m.name:60s} {tier:12s} {'confirmed' if held else 'not confirmed'}"
+                     f"{' by its case' if case is not None else ''} {outcome['seconds']:6.1f} s")
+            self.write()
 
         with interrupts.ThreadPool(max(1, self.jobs)) as pool:
             list(pool.map(one, work))
@@ -451,13 +471,11 @@ class Run:
             list(pool.map(lambda chain: self._chain(*chain), chains))
 
     def probe_args(self, mutant, tier, case=None):
-        """The probe's extra arguments: the saved case ``case`` (a case file tried before the differential sweep,
-        or the contract part run first) and the committed known killer (runner.known_killers); for the
-        differential tier of a mutant the machine may decide (its lines in device code alone, its launches the
-        real ones) the variants whose PTX differs, the only ones whose cases can differ."""
+        """The probe's extra arguments: the committed known killer (runner.known_killers); a contract case
+        (``case``: the part run alone); for the differential tier of a mutant the machine may decide (its lines in
+        device code alone, its launches the real ones) the variants whose PTX differs, the only ones whose cases
+        can differ."""
         args = runner.known_killers(mutant, tier)
-        if tier == DIFFERENTIAL and isinstance(case, str):
-            args = ("--known", case, *args[1:])
         if tier in (CONTRACT_CPU, CONTRACT_GPU) and isinstance(case, dict) and case.get("part"):
             args += ("--part", case["part"])
         row = self.rows[mutant.name]
@@ -478,19 +496,22 @@ class Run:
         target = target.resolve()
         return str(target.relative_to(REPO_ROOT)) if target.is_relative_to(REPO_ROOT) else str(target)
 
-    def _probe(self, mutant, tier, args):
-        """One tier on the mutant in a watched process; its outcome, recorded in the row and the record."""
-        o = runner.run_probe(mutant, tier, args, make_copy=functools.partial(_watched_copy, seconds=self.hang_s[tier]))
+    def _run(self, mutant, tier, args, seconds):
+        """One tier on the mutant in a process the watchdog ends after ``seconds``; its outcome (a dict)."""
+        o = runner.run_probe(mutant, tier, args, make_copy=functools.partial(_watched_copy, seconds=seconds))
         error = o.error
         if error and error.startswith(ENDED_BY_WATCHDOG):
-            error = f"no verdict within {self.hang_s[tier]} s: the watchdog ended the probe ({error})"
-        outcome = {"killed": o.killed, "evidence": o.evidence[:6], "raised": o.raised[:3],
-                   "case": self._keep_case(mutant, tier, o.case), "by_case": o.by_case, "error": error,
-                   "seconds": round(o.seconds, 1)}
+            error = f"no verdict within {seconds} s: the watchdog ended the probe ({error})"
+        return {"killed": o.killed, "evidence": o.evidence[:6], "raised": o.raised[:3],
+                "case": self._keep_case(mutant, tier, o.case), "error": error, "seconds": round(o.seconds, 1)}
+
+    def _probe(self, mutant, tier, args):
+        """_run, its outcome recorded in the row and the record."""
+        outcome = self._run(mutant, tier, args, self.hang_s[tier])
         with self.lock:
             self.rows[mutant.name]["tiers"][tier] = outcome
-        self.log(f"  {mutant.name:60s} {tier:12s} {'killed' if o.killed else 'error' if o.error else 'not killed'}"
-                 f"{' by its case' if o.by_case else ''} {o.seconds:6.1f} s")
+        state = "killed" if outcome["killed"] else "error" if outcome["error"] else "not killed"
+        self.log(f"  {mutant.name:60s} {tier:12s} {state} {outcome['seconds']:6.1f} s")
         self.write()
         return outcome
 

@@ -6,7 +6,7 @@
 
 Started by properties/mutants/runner.py with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
 it first checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence":
-[...], "raised": [...], "case": the killing case or null, "by_case": whether the case given killed} to --result
+[...], "raised": [...], "case": the killing case or null} to --result
 (the case: a case file's path for differential, {"variant": key or null} for static, {"part": name} for the
 contract tiers); a kernel that does not compile, or any other error, exits non-zero
 with no result (the runner reports it: a mutant must be killed by a check, not by a broken edit).
@@ -25,8 +25,8 @@ if the mismatch stays) and saved as a case file. A kernel call that raises (a mu
 Likewise a static check that raises.
 replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
 contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py: every targeted call, the
-checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors, the part
-named by --part first; killed means route treated a call otherwise than the contract's predicate says.
+checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors, or the part
+named by --part alone; killed means route treated a call otherwise than the contract's predicate says.
 The static result also holds each variant's PTX digest and the digest of what route launches for each call shape,
 so the runner can tell a mutant that compiles to the real kernel and launches it alike.
 
@@ -209,7 +209,7 @@ def known_kill(name, description, paths):
         if run.lines and run.error is None:
             saved = save_case(name, description, case, run, f"saved case {Path(path).name}", 1, [])
             evidence = [f"its saved case {Path(path).name} mismatches"] + run.lines[:MISMATCH_LINES]
-            return {"killed": True, "evidence": evidence, "raised": [], "case": str(saved), "by_case": True}
+            return {"killed": True, "evidence": evidence, "raised": [], "case": str(saved)}
     return None
 
 
@@ -354,13 +354,12 @@ def static(first_kill, variants=None):
 
 def contract(cuda, part=None):
     """The contract property on the imported kernel: killed when any call departs from the predicate; the case
-    is the part that breached ({"part": name}, properties/contract/sweep.py), ``part`` (a saved case) tried
-    first."""
+    is the part that breached ({"part": name}, properties/contract/sweep.py); with ``part`` (a saved case), that
+    part alone."""
     from properties.contract import sweep
 
     breached, lines = sweep.run(cuda, CONTRACT_EXAMPLES, part)
-    return {"killed": bool(lines), "evidence": lines, "raised": [], "case": breached and {"part": breached},
-            "by_case": bool(part) and breached == part}
+    return {"killed": bool(lines), "evidence": lines, "raised": [], "case": breached and {"part": breached}}
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -384,7 +383,7 @@ def main(argv=None):
     parser.add_argument("--case", nargs="*", default=(), help="replay: the case files")
     parser.add_argument("--known", nargs="*", default=(), help="differential: saved cases to try before the sweep")
     parser.add_argument("--first-kill", action="store_true", help="static: stop at the first variant that fails")
-    parser.add_argument("--part", default=None, help="contract tiers: the part of the property to run first (a case)")
+    parser.add_argument("--part", default=None, help="contract tiers: run this part of the property alone (a case)")
     parser.add_argument("--variants", nargs="+", default=None,
                         help="differential: sweep only the cases route launches on these variants (variant_name)")
     args = parser.parse_args(argv)

@@ -10,12 +10,12 @@ replaces (the seed) and gives each mutant of the tree now one action:
 - LISTED: listed equivalent (properties/mutants/equivalents.py) at an unchanged site: not run.
 - REVIEW: listed equivalent whose site changed: the refresh fails, naming it, until a person has re-read its
   reason and names it in ``reviewed`` (--reviewed), which records the site as reviewed.
-- CONFIRM: detected before at an unchanged site: the tier that detected it runs alone on the mutant built on this
-  tree, given its saved case (differential: the case file, tried before the sweep; static: the compile and
-  checks of the one variant that failed, or the source checks; contract: the part of the contract property that
-  breached, run first); without a case, that tier runs whole and saves one. The verdict stands only if that tier
-  detects it again ("by case" when the saved case itself still kills); otherwise the mutant goes through every
-  tier, as FULL.
+- CONFIRM: detected before at an unchanged site: its saved case alone runs on the mutant built on this tree
+  (differential: the case file replayed, which the real kernel must pass; static: the compile and checks of the
+  one variant that failed, or the source checks alone; contract: the part of the contract property that
+  breached, alone), and the verdict stands only if the case still kills ("by case"). Without a saved case the
+  tier that detected it runs whole, saving one, and the verdict stands if it detects it again ("by its tier").
+  Otherwise the mutant goes through the prefilter and every tier, as FULL.
 - DIGEST: equivalent by its digests at an unchanged site: the prefilter compiles the variants its lines reach
   and compares with the real kernel's PTX and launches now; equal: equivalent, else every tier.
 - FULL: a new site, a changed site, or a mutant not decided before: the prefilter over the variants its lines

@@ -56,7 +56,6 @@ class Outcome:
     seconds: float = 0.0
     ptx: dict | None = None  # static tier: sha256 of each variant's PTX
     launches: str | None = None  # static tier: sha256 of the kernel and grid route launches for each call shape
-    by_case: bool = False  # the saved case it was given killed (properties/mutants/refresh.py)
 
 
 def _probe_env(folder):
@@ -96,8 +95,7 @@ def run_probe(mutant, tier, extra=(), make_copy=materialise):
         if rc == 0 and result.exists():
             data = json.loads(result.read_text())
             return Outcome(tier, data["killed"], data["evidence"], data.get("raised", []), data.get("case"), None,
-                           time.perf_counter() - started, data.get("ptx_sha256"), data.get("launches_sha256"),
-                           bool(data.get("by_case")))
+                           time.perf_counter() - started, data.get("ptx_sha256"), data.get("launches_sha256"))
         return Outcome(tier, None, [], [], None, f"probe exit {rc}; log tail:\n{log.read_text()[-LOG_TAIL:]}",
                        time.perf_counter() - started)
     finally:
