@@ -57,8 +57,8 @@ report: $(STAMP) ## reports/index.html and reports/index-img/ from reports/ and 
 
 # VERIFY_IMPL="NAME=MODULE:ATTR NAME=PATH.py:ATTR" adds plug-ins (properties/engine/plugins.py) to the tests.
 # `make verify`: the gate (profile "gate" on a GPU, "ci" without; GATE_ARGS e.g. "--workers-per-gpu 8").
-# `make verify-deep`: the deep tests alone (the mutant kill tables, the slow end-to-end self-tests:
-# properties/tools/depths.py); on a GPU its kill table goes to reports/mutants.json.
+# `make verify-deep`: the deep tests alone (the long sweeps, the slow end-to-end self-tests:
+# properties/tools/depths.py).
 # `make verify-nightly`: the default gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples),
 # the deep tests, then the soak (SOAK_ARGS, default 10^9 rows); all three run, and it fails if any does.
 GATE_ARGS ?=
@@ -68,7 +68,7 @@ verify: $(STAMP) ## the gate: every default test this machine can run; reports/v
 	VERIFY_IMPL="$(VERIFY_IMPL)" $(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
-verify-deep: $(STAMP) ## the deep tests alone (kill tables, slow self-tests); on a GPU reports/mutants.json
+verify-deep: $(STAMP) ## the deep tests alone (long sweeps, slow self-tests)
 	$(PY) -m properties.tools.gate --deep $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
