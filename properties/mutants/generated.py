@@ -186,8 +186,10 @@ class Run:
                    "prefilter": None, "tiers": {}, "plan": [], "verdict": "not_run", "killed_by": None, "case": None}
             old = self.previous.get(m.name)
             action = refresh.decide(old, row, m.name in equivalents.LISTED, same_harness, reviewed)
-            if action == refresh.KEPT:
+            if action == refresh.KEPT:  # a confirmation the seed's run began goes on where it stopped
                 row.update(prefilter=old.get("prefilter"), tiers=old.get("tiers", {}), plan=old.get("plan", []))
+                if old.get("confirm"):
+                    row["confirm"] = dict(old["confirm"])
             elif action == refresh.CONFIRM:
                 row["confirm"] = {"tier": old["killed_by"], "case": refresh.saved_case(old)}
             elif action == refresh.REVIEW:
