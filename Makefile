@@ -57,8 +57,8 @@ report: $(STAMP) ## reports/index.html and reports/index-img/ from reports/ and 
 
 # VERIFY_IMPL="NAME=MODULE:ATTR NAME=PATH.py:ATTR" adds plug-ins (properties/engine/plugins.py) to the tests.
 # `make verify`: the gate (profile "gate" on a GPU, "ci" without; GATE_ARGS e.g. "--workers-per-gpu 8").
-# `make verify-deep`: the deep tests alone (the mutant kill tables, the slow end-to-end self-tests:
-# properties/tools/depths.py); on a GPU its kill table goes to reports/mutants.json.
+# `make verify-deep`: the deep tests alone (the long sweeps, the slow end-to-end self-tests:
+# properties/tools/depths.py).
 # `make verify-nightly`: the default gate under the deep profile (NIGHTLY_PROFILE, default "gpu": 3,000 examples),
 # the deep tests, then the soak (SOAK_ARGS, default 10^9 rows); all three run, and it fails if any does.
 GATE_ARGS ?=
@@ -68,7 +68,7 @@ verify: $(STAMP) ## the gate: every default test this machine can run; reports/v
 	VERIFY_IMPL="$(VERIFY_IMPL)" $(PY) -m properties.tools.gate $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
-verify-deep: $(STAMP) ## the deep tests alone (kill tables, slow self-tests); on a GPU reports/mutants.json
+verify-deep: $(STAMP) ## the deep tests alone (long sweeps, slow self-tests)
 	$(PY) -m properties.tools.gate --deep $(if $(HYPOTHESIS_PROFILE),--profile $(HYPOTHESIS_PROFILE)) $(GATE_ARGS) -- $(PYTEST_ARGS); \
 	  $(call and_report)
 
@@ -163,19 +163,19 @@ BENCH_OUT ?= reports/bench.json
 bench: $(STAMP) flashinfer-oracle ## (GPU) the benchmark; BENCH_OUT (reports/bench.json), reports/index.html
 	$(PY) -m properties.bench --out $(BENCH_OUT) $(BENCH_ARGS); $(call and_report,--bench $(BENCH_OUT))
 
-# The mutant catalog (properties/mutants/catalog.py): edited copies of the kernel that the checks of `make verify` must
-# kill. CPU: the static tier on the codegen mutants; GPU: both tiers on every mutant, minimal cases saved to
-# reports/mutants/, kill table in reports/mutants.json. MUTANTS_ARGS e.g. "--tier cpu --all" or "--only rcp_then_mul".
-# `make mutants-corpus` copies the minimal cases of the last GPU run (make mutants or make verify) into the
-# committed corpora/mutants/, when a person decides they should replace it.
-.PHONY: mutants mutants-corpus
-mutants: $(STAMP) ## the kernel's mutants; reports/mutants.json and reports/mutants/ (minimal cases)
-	$(PY) -m properties.mutants $(MUTANTS_ARGS)
+# The kernel's evidence record (properties/mutants/freshness.py: properties/results/evidence.json, the killing cases
+# beside it in evidence-cases/), on a GPU: the generated mutants refreshed from the committed record by what the tree
+# changed (properties/mutants/refresh.py); commit it with the kernel change. EVIDENCE_ARGS e.g. "--resume FILE" (the
+# record to refresh from), "--reviewed NAME", "--seconds 500" (a later make evidence goes on).
+# `make mutants-corpus` copies the minimal cases of the last GPU run into the committed corpora/mutants/, when a
+# person decides they should replace it.
+.PHONY: evidence mutants-corpus
+evidence: $(STAMP) ## (GPU) refresh the kernel's evidence record, properties/results/evidence.json (EVIDENCE_ARGS)
+	$(PY) -m properties.mutants generated --evidence $(EVIDENCE_ARGS)
 
 # The generated mutants (properties/mutants/generate.py): every operator at every site of the kernel's code, a CPU
 # prefilter (PTX and launch digests, the static tier) on all cores, then the tiers that call route; the score in
-# reports/mutants-generated.json. GENERATED_ARGS e.g. "--only routing._top_k", "--tier cpu", "--resume FILE", or
-# "--out properties/results/mutants-generated-h200-<commit>.json" for the committed record.
+# reports/mutants-generated.json. GENERATED_ARGS e.g. "--only routing._top_k", "--tier cpu", "--resume FILE".
 .PHONY: mutants-generated
 mutants-generated: $(STAMP) ## the generated mutants' score (GENERATED_ARGS); reports/mutants-generated.json
 	$(PY) -m properties.mutants generated $(GENERATED_ARGS)

@@ -213,13 +213,13 @@ def test_the_default_gpu_profile_draws_fresh_seeds_and_no_fewer_examples_than_ci
 
 
 def test_the_long_tests_are_collected_first_and_the_workers_steal_work(monkeypatch, tmp_path):
-    """The gate's wall time is its slowest worker's: the mutant run (minutes on a GPU) starts at once, and
-    idle workers take the tests queued behind it."""
+    """The gate's wall time is its slowest worker's: a long test (the benchmark, minutes on a GPU) starts at once,
+    and idle workers take the tests queued behind it."""
     listed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-                             CPU_FILE, "tests/test_mutants_gpu.py"], capture_output=True, text=True, cwd=gate.ROOT,
+                             CPU_FILE, "tests/test_bench_gpu.py"], capture_output=True, text=True, cwd=gate.ROOT,
                             timeout=GATE_TIMEOUT_S)
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
-    assert len(ids) > 2 and ids[0].startswith("tests/test_mutants_gpu.py::"), ids[:3]
+    assert len(ids) > 2 and ids[0].startswith("tests/test_bench_gpu.py::"), ids[:3]
     assert all(i.startswith(CPU_FILE) for i in ids[1:]), ids
     commands = []
     monkeypatch.setattr(gate.subprocess, "Popen", lambda cmd, **kwargs: commands.append(cmd) or _Finished())

@@ -506,7 +506,7 @@ def test_the_harness_digest_follows_what_the_probes_import_not_whole_folders(tmp
     (tmp_path / "oracles" / "helper_no_probe_imports.py").write_text("X = 1\n")
     (tmp_path / "kernel" / "routing.py").write_text((tmp_path / "kernel" / "routing.py").read_text() + "\n# edit\n")
     assert generated.harness_digest(tmp_path) == before
-    for changed in ("properties/mutants/probe.py", "oracles/numpy_model/routing.py", generated.PREFILTER_FILE):
+    for changed in ("properties/mutants/probe.py", "oracles/numpy_model/routing.py", "properties/mutants/prefilter.py"):
         path = tmp_path / changed
         original = path.read_text()
         path.write_text(original + "\n# changed\n")

@@ -25,9 +25,8 @@ def synchronizer(cuda):
     return torch.cuda.synchronize if cuda else (lambda: None)
 
 
-def targeted_breaches(cuda, group=None, first=False):
-    """Lines for every targeted call (of ``group``, default all) that route does not treat as the contract says
-    (``first``: for the first such call only)."""
+def targeted_breaches(cuda, group=None):
+    """Lines for every targeted call (of ``group``, default all) that route does not treat as the contract says."""
     device, sync = device_of(cuda), synchronizer(cuda)
     lines = []
     for name, cases in targeted(cuda).items():
@@ -35,8 +34,6 @@ def targeted_breaches(cuda, group=None, first=False):
             for label, call in cases.items():
                 lines += [f"{name} / {label}: {line}" for line in breaches(call, device, routing.route,
                                                                            synchronize=sync)]
-                if lines and first:
-                    return lines
     return lines
 
 
@@ -73,17 +70,29 @@ def prepare_breaches():
     return lines
 
 
-def run(cuda, examples):
-    """The first breach's lines (empty: the imported kernel honours the contract), the cheap parts first."""
-    lines = prepare_breaches() if cuda else []
-    if cuda and not lines:
-        lines = launches.breaches(True) + launches.breaches(False) + launches.device_breaches()
-    if not lines:
-        lines = targeted_breaches(cuda, first=True)
-    if not lines:
-        lines = cache.cache_breaches(device_of(cuda), synchronizer(cuda)) if cuda else cache.signature_breaches()
-    if not lines:
-        lines = cache.capacity_breaches()
-    if not lines:
-        lines = drawn_breaches(cuda, examples)
-    return lines[:MAX_LINES]
+def parts(cuda, examples):
+    """The contract property's parts, cheap first: (name, function giving its breach lines). A part's name is a
+    contract case: ``run(cuda, examples, only=name)`` runs that part alone. The targeted calls are one part each,
+    named "targeted / <group> / <label>"."""
+    device, sync = device_of(cuda), synchronizer(cuda)
+    found = [("prepare", prepare_breaches)] if cuda else []
+    if cuda:
+        found.append(("launches", lambda: launches.breaches(True) + launches.breaches(False) + launches.device_breaches()))
+    for group, cases in targeted(cuda).items():
+        for label, call in cases.items():
+            found.append((f"targeted / {group} / {label}", lambda group=group, label=label, call=call: [
+                f"{group} / {label}: {line}" for line in breaches(call, device, routing.route, synchronize=sync)]))
+    found.append(("cache", (lambda: cache.cache_breaches(device, sync)) if cuda else cache.signature_breaches))
+    found.append(("capacity", cache.capacity_breaches))
+    found.append(("drawn", lambda: drawn_breaches(cuda, examples)))
+    return found
+
+
+def run(cuda, examples, only=None):
+    """(the part that breached first, its first lines), or (None, []) when the imported kernel honours the contract;
+    ``only``: a part's name (a saved contract case), run alone."""
+    for name, breached in parts(cuda, examples):
+        lines = breached() if only is None or name == only else []
+        if lines:
+            return name, lines[:MAX_LINES]
+    return None, []

@@ -5,8 +5,9 @@ catch every edit (the catalog: properties/mutants/catalog.py).
                                  [--reuse TABLE]
     python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
     python -m properties.mutants generated [--tier cpu|gpu|auto] [--only NAME ...] [--jobs N] [--out PATH]
-                                           [--resume PATH] [--seconds S] [--list]
-                                           (the mutants generated from the kernel's code: generate.py, generated.py)
+                                           [--resume PATH] [--evidence] [--reviewed NAME ...] [--seconds S] [--list]
+                                           (the mutants generated from the kernel's code: generate.py, generated.py;
+                                           --evidence refreshes the committed evidence record, freshness.py)
 
 ``--tier cpu`` runs the CPU tiers on the mutants that declare them: static for the kernel's mutants
 (``--all``: on every kernel mutant), contract-cpu for the contract's; ``--tier gpu`` runs every tier of its
@@ -61,7 +62,7 @@ def _replay(argv):
 
 
 def _generated(argv):
-    from properties.mutants import generate, generated
+    from properties.mutants import freshness, generate, generated
 
     parser = OneLineParser(prog="mutants generated", description="The mutants generated at every site of the "
                            "kernel's code: the CPU prefilter (PTX and launch digests, the static tier), then the tiers "
@@ -74,11 +75,22 @@ def _generated(argv):
     parser.add_argument("--out", type=types.output_file, default=generated.DEFAULT_OUT,
                         help="the record (default reports/mutants-generated.json)")
     parser.add_argument("--resume", type=types.existing_file, default=None,
-                        help="a record whose outcomes are reused where the mutant and the harness are unchanged")
+                        help="the record this run refreshes (properties/mutants/refresh.py: what each mutant reruns)")
+    parser.add_argument("--evidence", action="store_true",
+                        help=f"refresh the committed evidence record: --out {freshness.EVIDENCE.relative_to(freshness.REPO_ROOT)}, "
+                             "and --resume it where it exists unless --resume names another; every mutant, --tier gpu")
+    parser.add_argument("--reviewed", nargs="+", default=(), metavar="NAME",
+                        help="listed equivalents whose changed site a person re-read the reason of")
     parser.add_argument("--seconds", type=types.integer(1, 7 * 24 * 3600), default=None,
                         help="start no prefilter batch or probe after this many seconds (go on later with --resume)")
     parser.add_argument("--list", action="store_true", help="print the selected mutants' names and edits; run none")
     args = parser.parse_args(argv)
+    if args.evidence:
+        if args.only or args.tier == "cpu":
+            parser.error("--evidence: the evidence record holds every mutant through every tier: no --only or "
+                         "--tier cpu")
+        args.tier, args.out = "gpu", freshness.EVIDENCE
+        args.resume = args.resume or (freshness.EVIDENCE if freshness.EVIDENCE.is_file() else None)
     try:
         mutants = generated.select(generate.generate(generated.KERNEL_DIR), args.only)
     except ValueError as exc:
@@ -86,8 +98,8 @@ def _generated(argv):
     if args.resume:
         try:
             data = json.loads(args.resume.read_text())
-            if not isinstance(data, dict) or data.get("kind") != generated.RECORD_KIND:
-                raise ValueError(f"its kind is not {generated.RECORD_KIND!r}")
+            if not isinstance(data, dict) or data.get("kind") != freshness.RECORD_KIND:
+                raise ValueError(f"its kind is not {freshness.RECORD_KIND!r}")
         except ValueError as exc:
             parser.error(f"--resume: {args.resume} is not a generated-mutants record ({exc})")
     if args.tier == "gpu" and cuda_reason():
@@ -96,7 +108,11 @@ def _generated(argv):
         for m in mutants:
             print(f"{m.name}  {m.site}  {m.old!r} -> {m.new!r}")
         return 0
-    data = generated.run(args.only, args.tier, args.jobs, args.out, args.resume, seconds=args.seconds)
+    unknown = sorted(set(args.reviewed) - set(generated.equivalents.LISTED))
+    if unknown:
+        parser.error(f"--reviewed: not a listed equivalent: {', '.join(unknown)} (properties/mutants/equivalents.py)")
+    data = generated.run(args.only, args.tier, args.jobs, args.out, args.resume, seconds=args.seconds,
+                         reviewed=args.reviewed)
     ran = any(r["tiers"] or (r["prefilter"] or {}).get("compiled") for r in data["mutants"])
     if not ran and not any(r["verdict"] != "not_run" for r in data["mutants"]):
         print("mutants generated: NOTHING RUN: no mutant was probed (exit 1)")

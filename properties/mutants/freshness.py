@@ -1,10 +1,14 @@
-"""Whether a kill table was made for the tree that is here now.
+"""Whether the kernel's evidence record was made for the tree that is here now.
 
-A kill table's verdicts depend on the kernel it mutates, the code its probes run and the data they read. INPUTS
-are those files: the repository modules the runner and its probes import, followed through every import of the
-repository's own packages (read from the syntax tree, never by running it), every file of the kernel, and the
-data folders the probes read. A table records the sha256 of each (``inputs()``); ``stale_inputs`` names each file
-added, removed or changed since. The gate reports a stale table by name and, with VERIFY_REQUIRE_FRESH=1, fails.
+The evidence record (EVIDENCE, made and refreshed by REFRESH: properties/mutants/generated.py, the rule of what
+a refresh reruns in properties/mutants/refresh.py) holds every generated mutant's verdict. Its verdicts depend on
+the kernel it mutates, the code its run and probes execute and the data they read. INPUTS are those files: the
+repository modules of ENTRY_MODULES, followed through every import of the repository's own packages (read from
+the syntax tree, never by running it), every file of the kernel, and the data folders the probes read. A record
+holds the sha256 of each (``inputs()``); ``stale_inputs`` names each file added, removed or changed since. It is
+fresh when its verdict is PASS, it is complete (every mutant, every tier, no time budget hit) and its inputs are
+this tree's (``status``). The gate reports a stale record by name; on a GPU runner (VERIFY_REQUIRE_GPU=1) or with
+VERIFY_REQUIRE_FRESH=1 it fails.
 """
 
 import ast
@@ -12,8 +16,10 @@ import hashlib
 
 from common.provenance import REPO_ROOT
 
-KILL_TABLE = REPO_ROOT / "properties" / "results" / "kill-table.json"  # the committed one the gate reads
-ENTRY_MODULES = ("properties.mutants.runner", "properties.mutants.probe")
+EVIDENCE = REPO_ROOT / "properties" / "results" / "evidence.json"  # the committed record the gate reads
+RECORD_KIND = "mutants-generated"  # an evidence record's kind
+REFRESH = "make evidence"  # on a GPU: refreshes EVIDENCE from itself (Makefile)
+ENTRY_MODULES = ("properties.mutants.generated", "properties.mutants.prefilter", "properties.mutants.probe")
 REPO_PACKAGES = ("common", "kernel", "oracles", "properties")  # the repository's importable packages
 DATA = ("kernel", "oracles/mufu/data", "corpora/mutants", "properties/engine/case.schema.json")  # read, not imported
 
@@ -59,7 +65,7 @@ def import_closure(modules=ENTRY_MODULES, root=REPO_ROOT):
 
 
 def inputs(root=REPO_ROOT):
-    """{path relative to ``root``: sha256} of every file a kill table's verdicts depend on."""
+    """{path relative to ``root``: sha256} of every file an evidence record's verdicts depend on."""
     files = import_closure(root=root)
     for name in DATA:
         path = root / name
@@ -75,21 +81,27 @@ def stale_inputs(recorded, now):
             for path in sorted(set(recorded) | set(now)) if recorded.get(path) != now.get(path)]
 
 
-def status(table, now):
-    """(fresh, one line) for kill table record ``table`` (a dict, or None when there is none) against the
-    inputs ``now``: fresh when it passed, covered every tier and was made for exactly these inputs."""
-    if table is None:
-        return False, "no kill table"
-    made = f"made on {table.get('gpu') or 'a machine without a GPU'} at {table.get('commit', 'an unknown commit')}"
-    if table.get("verdict") != "PASS":
-        return False, f"its verdict is {table.get('verdict')!r}, not PASS ({made})"
-    if table.get("tier") != "gpu":
-        return False, f"it ran the {table.get('tier')!r} tiers alone, not every tier ({made})"
-    if "inputs" not in table:
+def status(record, now):
+    """(fresh, one line) for evidence record ``record`` (a dict, or None when there is none) against the inputs
+    ``now``: fresh when it passed, covered every mutant and tier and was made for exactly these inputs."""
+    if record is None:
+        return False, "no evidence record"
+    provenance = record.get("provenance") or {}
+    made = f"made on {provenance.get('gpu') or 'a machine without a GPU'} at {provenance.get('commit', 'an unknown commit')}"
+    if record.get("kind") != RECORD_KIND:
+        return False, f"its kind is {record.get('kind')!r}, not {RECORD_KIND!r} ({made})"
+    if record.get("verdict") != "PASS":
+        return False, f"its verdict is {record.get('verdict')!r}, not PASS ({made})"
+    if record.get("tier") != "gpu":
+        return False, f"it ran the {record.get('tier')!r} tiers alone, not every tier ({made})"
+    if not record.get("complete"):
+        return False, f"it is not complete (a selection, a time budget hit or a mutant not run) ({made})"
+    if "inputs" not in record:
         return False, f"it records no inputs, so nothing says what it was made for ({made})"
-    changed = stale_inputs(table["inputs"], now)
+    changed = stale_inputs(record["inputs"], now)
     if changed:
         shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
         return False, f"STALE: {len(changed)} of its inputs differ from this tree's: {shown} ({made})"
-    killed = sum(bool(row["killed_by"]) for row in table["mutants"])
-    return True, f"fresh: {killed} of {len(table['mutants'])} mutants killed, {made}"
+    total = record["score"]["total"]
+    return True, (f"fresh: {total['score']} non-equivalent mutants detected, {total['equivalent']} equivalent, {made}, "
+                  f"refreshed in {record['refresh']['seconds']} s")

@@ -29,6 +29,7 @@ import ast
 import concurrent.futures
 import functools
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -42,18 +43,16 @@ from pathlib import Path
 
 from common import interrupts
 from common.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
-from properties.mutants import equivalents, freshness, generate, probe, runner
+from properties.mutants import equivalents, freshness, generate, probe, refresh, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "mutants-generated.json"
-RECORD_KIND = "mutants-generated"
 WORK_ROOT = REPO_ROOT / "build" / "mutants-generated"
 PREFILTER = "properties.mutants.prefilter"
 GPU_TIERS = (DIFFERENTIAL, CONTRACT_GPU)
 # Mutants per prefilter worker process: its start (the DSL's import) is paid once per batch, and a run stopped at
 # its time budget waits for at most one batch per worker.
 BATCH = 8
-PREFILTER_FILE = PREFILTER.replace(".", "/") + ".py"
 # killed: a check or a comparison saw it; not_viable: its compile fails or crashes; crashed: a tier's probe raised
 # or timed out on it (the real kernel passing that tier); the three count as detected.
 VERDICTS = ("killed", "not_viable", "crashed", "equivalent", "survived", "not_run")
@@ -72,12 +71,11 @@ ENDED_BY_WATCHDOG = f"probe exit {-signal.SIGALRM};"  # how runner.run_probe rep
 
 
 def harness_digest(root=REPO_ROOT):
-    """sha256 of what decides a verdict besides the mutant's own kernel: the kill table's inputs (freshness.py:
-    every repository module the probes import, followed through their imports, and the data they read) but the
-    kernel's files, the prefilter, and the packages' versions. A change anywhere else reuses every outcome."""
-    root = Path(root)
-    files = {path: sha for path, sha in freshness.inputs(root).items() if not path.startswith("kernel/")}
-    files[PREFILTER_FILE] = hashlib.sha256((root / PREFILTER_FILE).read_bytes()).hexdigest()
+    """sha256 of what decides a verdict besides the mutant's own kernel: the evidence record's inputs
+    (freshness.py: every repository module the run, the prefilter and the probes import, followed through their
+    imports, and the data they read) but the kernel's files, and the packages' versions. A change anywhere else
+    keeps every outcome (properties/mutants/refresh.py's KEPT)."""
+    files = {path: sha for path, sha in freshness.inputs(Path(root)).items() if not path.startswith("kernel/")}
     return hashlib.sha256(json.dumps([record()["packages"], sorted(files.items())]).encode()).hexdigest()
 
 
@@ -154,36 +152,56 @@ def tiers_after_prefilter(mutant, decidable, differs, launches=False):
     return [DIFFERENTIAL, CONTRACT_CPU, CONTRACT_GPU] if differs else [CONTRACT_CPU, DIFFERENTIAL, CONTRACT_GPU]
 
 
-class Run:
-    """One run of the generated set: the rows by name, written to ``out`` as they change."""
+def cases_dir(out):
+    """Where the record ``out`` keeps its killing case files: the folder beside it named <stem>-cases."""
+    return Path(out).with_name(Path(out).stem + "-cases")
 
-    def __init__(self, mutants, tier, out, resume, jobs, log, seconds=None):
+
+class Run:
+    """One run of the generated set: the rows by name, written to ``out`` as they change; ``resume``, the record it
+    refreshes (properties/mutants/refresh.py decides what each mutant needs)."""
+
+    def __init__(self, mutants, tier, out, resume, jobs, log, seconds=None, reviewed=(), selection=()):
         self.mutants, self.tier, self.out, self.jobs, self.log = mutants, tier, out, jobs, log
         self.deadline = None if seconds is None else time.perf_counter() + seconds
         self.stopped = False
+        self.selection = list(selection)
+        self.inputs = freshness.inputs()  # before any probe runs: what these verdicts are made for
         self.harness = harness_digest()
         self.provenance, self.host = record(), host()
         self.lock = threading.Lock()
         previous = json.loads(Path(resume).read_text()) if resume else {"mutants": []}
         same_harness = previous.get("harness_digest") == self.harness
+        self.seed = {"record": str(resume), "commit": previous.get("provenance", {}).get("commit"),
+                     "seconds": previous.get("seconds")} if resume else None
         self.previous = {row["mutant"]: row for row in previous["mutants"]}
         self.rows = {}
+        self.failures = []
         texts = generate.sources_of(None, KERNEL_DIR)
         for m in mutants:
             sources = generate.sources_of(m, KERNEL_DIR, texts)
             row = {"mutant": m.name, "file": f"kernel/{m.target}", "function": m.function, "operator": m.operator,
                    "ordinal": m.ordinal, "line": m.start[0], "old": m.old, "new": m.new,
-                   "digest": generate.digest(sources), "prefilter": None, "tiers": {}, "plan": [],
-                   "verdict": "not_run", "killed_by": None}
+                   "digest": generate.digest(sources), "site_sha": refresh.site_sha(m, texts[m.target]),
+                   "prefilter": None, "tiers": {}, "plan": [], "verdict": "not_run", "killed_by": None, "case": None}
             old = self.previous.get(m.name)
-            if old and old.get("digest") == row["digest"] and same_harness:
+            action = refresh.decide(old, row, m.name in equivalents.LISTED, same_harness, reviewed)
+            if action == refresh.KEPT:  # a confirmation the seed's run began goes on where it stopped
                 row.update(prefilter=old.get("prefilter"), tiers=old.get("tiers", {}), plan=old.get("plan", []))
+                if old.get("confirm"):
+                    row["confirm"] = dict(old["confirm"])
+            elif action == refresh.CONFIRM:
+                row["confirm"] = {"tier": old["killed_by"], "case": refresh.saved_case(old)}
+            elif action == refresh.REVIEW:
+                self.failures.append(f"{m.name}: listed equivalent, but its site changed since {resume}: re-read its "
+                                     "reason in properties/mutants/equivalents.py, then refresh again with --reviewed "
+                                     f"{m.name}")
+            row["refresh"] = {"action": action}
             row["known_kill"] = old.get("killed_by") if old else None
             self.rows[m.name] = row
         self.real = {}
         self.hang_s = {}  # tier: seconds after which a mutant's probe is ended (from the real kernel's probe)
         self.started = time.perf_counter()
-        self.failures = []
 
     # ---- the record
     def write(self):
@@ -199,12 +217,17 @@ class Run:
         rows = [self.rows[m.name] for m in self.mutants]
         for m, row in zip(self.mutants, rows):
             settle(row)
+            row["case"] = killing_case(row)
+            row["refresh"]["result"] = refresh_result(row)
             if row["verdict"] == "survived":
                 row["diff"] = generate.diff(m, KERNEL_DIR)
-        return {"kind": RECORD_KIND, "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
+        seconds = round(time.perf_counter() - self.started, 1)
+        complete = not self.selection and not self.stopped and all(r["verdict"] != "not_run" for r in rows)
+        return {"kind": freshness.RECORD_KIND, "verdict": "PASS" if self.passed(rows) else "FAIL", "tier": self.tier,
+                "complete": complete, "selection": self.selection, "inputs": self.inputs,
                 "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
                 "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
-                "seconds": round(time.perf_counter() - self.started, 1), "failures": self.failures,
+                "seconds": seconds, "refresh": refresh_counts(rows, seconds, self.seed), "failures": self.failures,
                 "hang_seconds": self.hang_s,
                 "stopped_at_time_budget": self.stopped,
                 "real": self.real, "score": score(rows),
@@ -254,40 +277,60 @@ class Run:
             plan = {"coverage": None, "mutants": rest[1:]}
         return lines
 
-    def prefilter(self):
+    def coverage(self):
+        """Stage 1: the real kernel's coverage and static tier in one worker; each row's reach. False on a failure."""
         WORK_ROOT.mkdir(parents=True, exist_ok=True)
-        base = Path(tempfile.mkdtemp(prefix="copies-", dir=WORK_ROOT))
-        real_dir = str(_copy(None, base / "real"))
+        self.base = Path(tempfile.mkdtemp(prefix="copies-", dir=WORK_ROOT))
+        self.real_dir = str(_copy(None, self.base / "real"))
+        self.copies = itertools.count()
         all_variants = [list(k) for k in _variant_keys()]
-        (first,) = self._workers([{"coverage": real_dir, "mutants": [{"name": "real", "dir": real_dir,
-                                                                      "variants": all_variants}]}])
+        (first,) = self._workers([{"coverage": self.real_dir, "mutants": [{"name": "real", "dir": self.real_dir,
+                                                                           "variants": all_variants}]}])
         coverage = next((x["coverage"] for x in first if "coverage" in x), None)
         real = next((x for x in first if x.get("name") == "real"), {"error": "the coverage worker gave no result"})
         if coverage is None or "error" in real:
             self.failures.append(f"the real kernel's coverage and static tier: {real.get('error')}")
-            return
+            return False
         self.real[STATIC] = {"passed": real.get("killed") is False and not real.get("raised"),
                              "evidence": real.get("evidence", [])[:6], "error": real.get("error")}
         if not self.real[STATIC]["passed"]:
             self.failures.append(f"the real kernel fails the static tier: {real.get('error') or real['evidence'][:5]}")
-            return
-        jobs = []
+            return False
+        self.real_static = real
         spans = {target: statements((KERNEL_DIR / target).read_text()) for target in generate.TARGETS}
+        self.reach = {}
         for m in self.mutants:
-            row = self.rows[m.name]
             variants, launch, decidable = reach(m, coverage, spans[m.target])
-            row["reach"] = {"variants": len(variants), "launch_digest": launch, "decidable": decidable}
-            if row["prefilter"] is not None or m.name in equivalents.LISTED:
-                continue
-            if not variants and not launch:
-                row["prefilter"] = {"killed": False, "differs": False, "compiled": 0}
-                continue
-            folder = base / f"m{len(jobs)}"
-            jobs.append((variants, {"name": m.name, "dir": str(_copy(m, folder)),
-                                    "variants": [list(k) for k in _variant_keys() if probe.variant_name(*k) in variants]}))
+            self.reach[m.name] = variants, launch
+            self.rows[m.name]["reach"] = {"variants": len(variants), "launch_digest": launch, "decidable": decidable}
+        return True
+
+    def _static_job(self, m):
+        """(variants, job) of the prefilter for row ``m``, or None when it needs none now: a static confirmation
+        compiles the one variant of its case (none for the source checks), anything else every variant it reaches."""
+        row = self.rows[m.name]
+        confirm = row.get("confirm")
+        if row["prefilter"] is not None or m.name in equivalents.LISTED or confirm and confirm.get("held") \
+                or confirm and "held" not in confirm and confirm["tier"] != STATIC:
+            return None
+        variants, launch = self.reach[m.name]
+        if confirm and "held" not in confirm and confirm["case"] is not None:
+            variants = [] if confirm["case"].get("variant") is None else [probe.variant_name(*confirm["case"]["variant"])]
+        elif not variants and not launch and not (confirm and "held" not in confirm):
+            row["prefilter"] = {"killed": False, "differs": False, "compiled": 0}
+            return None
+        folder = self.base / f"m{next(self.copies)}"
+        return variants, {"name": m.name, "dir": str(_copy(m, folder)),
+                          "variants": [list(k) for k in _variant_keys() if probe.variant_name(*k) in variants]}
+
+    def prefilter(self):
+        """Stage 2 over every row that needs it now (_static_job), BATCH mutants per worker."""
+        jobs = [job for job in (self._static_job(m) for m in self.mutants) if job is not None]
+        if not jobs:
+            return
         jobs.sort(key=lambda j: -len(j[0]))
         keys = [list(k) for k in _variant_keys()]
-        real_check = {"name": "real", "dir": real_dir, "variants": [keys[0], keys[-1]]}
+        real_check = {"name": "real", "dir": self.real_dir, "variants": [keys[0], keys[-1]]}
         count = -(-len(jobs) // BATCH)
         plans = [{"coverage": None, "mutants": [j for _, j in jobs[i::count]] + [real_check]} for i in range(count)]
         self.log(f"generated: prefilter of {len(jobs)} mutants, {count} batches, {self.jobs} workers at a time")
@@ -295,13 +338,13 @@ class Run:
         with interrupts.ThreadPool(self.jobs) as pool:
             for future in concurrent.futures.as_completed([pool.submit(self._worker, plan) for plan in plans]):
                 with self.lock:
-                    self._absorb(future.result(), real)
+                    self._absorb(future.result(), self.real_static)
                 self.write()
-        shutil.rmtree(base, ignore_errors=True)
         self.log(f"generated: prefilter done in {time.perf_counter() - started:.1f} s")
 
     def _absorb(self, lines, real):
-        """A prefilter batch's lines into the rows (the real kernel's: checked against the first worker's)."""
+        """A prefilter batch's lines into the rows (the real kernel's: checked against the first worker's). A static
+        confirmation that no longer kills leaves the row for the whole prefilter."""
         for x in lines:
             if x["name"] == "real":
                 if any(real["ptx_sha256"].get(k) != v for k, v in x.get("ptx_sha256", {}).items()) or \
@@ -310,16 +353,23 @@ class Run:
                                          f"worker's: the workers do not import their copies cleanly ({x.get('error')})")
                 continue
             row = self.rows[x["name"]]
+            confirm = row.get("confirm")
             if "error" in x:
-                row["prefilter"] = {"killed": True, "not_viable": True, "evidence": [x["error"]], "compiled": 0}
-                continue
-            ptx = {**real["ptx_sha256"], **x["ptx_sha256"]}
-            launches = x["launches_sha256"] != real["launches_sha256"]
-            row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
-                                "compiled": len(x["ptx_sha256"]), "seconds": x.get("seconds"),
-                                "differs": ptx != real["ptx_sha256"] or launches, "launches": launches,
-                                "variants": None if launches else
-                                sorted(k for k, v in ptx.items() if real["ptx_sha256"].get(k) != v)}
+                row["prefilter"] = {"killed": True, "not_viable": True, "evidence": [x["error"]], "compiled": 0,
+                                    "case": None}
+            else:
+                ptx = {**real["ptx_sha256"], **x["ptx_sha256"]}
+                launches = x["launches_sha256"] != real["launches_sha256"]
+                row["prefilter"] = {"killed": x["killed"], "evidence": x["evidence"][:6], "raised": x["raised"][:6],
+                                    "compiled": len(x["ptx_sha256"]), "seconds": x.get("seconds"), "case": x.get("case"),
+                                    "differs": ptx != real["ptx_sha256"] or launches, "launches": launches,
+                                    "variants": None if launches else
+                                    sorted(k for k, v in ptx.items() if real["ptx_sha256"].get(k) != v)}
+                row["refresh"]["compiled"] = row["refresh"].get("compiled", 0) + len(x["ptx_sha256"])
+            if confirm and "held" not in confirm and confirm["tier"] == STATIC:
+                confirm.update(held=bool(row["prefilter"]["killed"]), by_case=confirm["case"] is not None)
+                if not confirm["held"]:
+                    row["prefilter"] = None
 
     # ---- stage 3: the tiers that call route
     def classify(self, m):
@@ -335,7 +385,7 @@ class Run:
             return []
         decidable = row["reach"]["decidable"]
         if decidable and not pre.get("differs"):
-            row.update(verdict="equivalent", equivalence="the real kernel's PTX for every variant and its launches")
+            row.update(verdict="equivalent", equivalence=refresh.DIGEST_EQUIVALENCE)
             return []
         plan = tiers_after_prefilter(m, decidable, pre.get("differs"), pre.get("launches", False))
         if row["known_kill"] in plan:
@@ -343,6 +393,66 @@ class Run:
             plan.insert(0, row["known_kill"])
         row["plan"] = plan
         return plan
+
+    def real_tiers(self, used):
+        """The real kernel through each tier of ``used`` not yet run (each must pass; its time sets the watchdog's);
+        whether every one of them passes."""
+        missing = [t for t in used if t not in self.real]
+        if missing:
+            real = runner._pool_run([(None, t, ()) for t in missing], len(missing), self.log)
+            for (_, t), o in real.items():
+                self.real[t] = {"passed": o.killed is False and not o.raised and not o.error,
+                                "evidence": o.evidence[:6], "error": o.error}
+                self.hang_s[t] = max(HANG_FLOOR_S, round(HANG_FACTOR * o.seconds))
+                if not self.real[t]["passed"]:
+                    self.failures.append(f"the real kernel fails the {t} tier: {o.error or o.evidence[:5]}")
+        return all(self.real[t]["passed"] for t in used)
+
+    def confirm(self, runnable):
+        """CONFIRM of the tiers that call route: each mutant's detecting tier alone on its saved case (a
+        differential case file replayed, the contract's part run alone; the real kernel must pass every case
+        replayed, so no kill is vacuous), or, without a case, that tier whole. The verdict holds when the case
+        kills again (without a case: when the tier ends the chain again); else the row is left for the prefilter
+        and every tier."""
+        work = [m for m in self.mutants if (self.rows[m.name].get("confirm") or {}).get("tier") in runnable
+                and "held" not in self.rows[m.name]["confirm"]]
+        used = sorted({self.rows[m.name]["confirm"]["tier"] for m in work})
+        if not work or self.out_of_time() or not self.real_tiers(used):
+            return
+        replayed = [self.rows[m.name]["confirm"]["case"] for m in work
+                    if self.rows[m.name]["confirm"]["tier"] == DIFFERENTIAL and self.rows[m.name]["confirm"]["case"]]
+        if replayed:
+            real = runner.run_probe(None, "replay", ["--case", *replayed])
+            if real.error or real.killed or real.raised:
+                self.failures.append(f"the real kernel mismatches saved killing cases: {real.error or real.evidence[:5]}")
+                return
+        self.log(f"generated: {len(work)} mutants confirmed by the tier that detected them ({used}), "
+                 f"{sum(self.rows[m.name]['confirm']['case'] is not None for m in work)} by their saved case")
+
+        def one(m):
+            row = self.rows[m.name]
+            tier, case = row["confirm"]["tier"], row["confirm"]["case"]
+            if self.out_of_time():
+                return
+            if tier == DIFFERENTIAL and case is not None:
+                outcome = self._run(m, "replay", ("--case", case), self.hang_s[DIFFERENTIAL])
+                outcome["case"] = self._keep_case(m, DIFFERENTIAL, case)
+            else:
+                outcome = self._run(m, tier, self.probe_args(m, tier, case), self.hang_s[tier])
+            held = bool(outcome["killed"]) if case is not None else _ends_chain(outcome)
+            with self.lock:
+                row["confirm"].update(held=held, by_case=case is not None and held)
+                if held:
+                    row["tiers"][tier], row["plan"] = outcome, [tier]
+                else:
+                    row["confirm"]["outcome"] = outcome
+            self.log(f"  {m.name:60s} {tier:12s} {'confirmed' if held else 'not confirmed'}"
+                     f"{' by its case' if case is not None else ''} {outcome['seconds']:6.1f} s")
+            self.write()
+
+        with interrupts.ThreadPool(max(1, self.jobs)) as pool:
+            list(pool.map(one, work))
+        self.write()
 
     def tiers(self, runnable):
         """Each mutant's planned tiers that ``runnable`` holds, in order, until one ends its chain; a resumed
@@ -356,47 +466,62 @@ class Run:
                 chains.append((m, [t for t in plan if t not in self.rows[m.name]["tiers"]]))
         chains = [(m, plan) for m, plan in chains if plan]
         used = sorted({t for _, plan in chains for t in plan})
-        if used:
-            real = runner._pool_run([(None, t, ()) for t in used], len(used), self.log)
-            for (_, t), o in real.items():
-                self.real[t] = {"passed": o.killed is False and not o.raised and not o.error,
-                                "evidence": o.evidence[:6], "error": o.error}
-                self.hang_s[t] = max(HANG_FLOOR_S, round(HANG_FACTOR * o.seconds))
-                if not self.real[t]["passed"]:
-                    self.failures.append(f"the real kernel fails the {t} tier: {o.error or o.evidence[:5]}")
-                    return
+        if used and not self.real_tiers(used):
+            return
         self.log(f"generated: {len(chains)} mutants through tiers {used}")
         with interrupts.ThreadPool(max(1, self.jobs)) as pool:
             list(pool.map(lambda chain: self._chain(*chain), chains))
 
-    def probe_args(self, mutant, tier):
-        """The probe's extra arguments: the known killers (runner.known_killers), and for the differential tier of
-        a mutant the machine may decide (its lines in device code alone, its launches the real ones) the variants
-        whose PTX differs, the only ones whose cases can differ."""
+    def probe_args(self, mutant, tier, case=None):
+        """The probe's extra arguments: the committed known killer (runner.known_killers); a contract case
+        (``case``: the part run alone); for the differential tier of a mutant the machine may decide (its lines in
+        device code alone, its launches the real ones) the variants whose PTX differs, the only ones whose cases
+        can differ."""
         args = runner.known_killers(mutant, tier)
+        if tier in (CONTRACT_CPU, CONTRACT_GPU) and isinstance(case, dict) and case.get("part"):
+            args += ("--part", case["part"])
         row = self.rows[mutant.name]
         differing = (row.get("prefilter") or {}).get("variants")
         if tier == DIFFERENTIAL and row["reach"]["decidable"] and differing:
             args += ("--variants", *differing)
         return args
 
+    def _keep_case(self, mutant, tier, case):
+        """A differential case file copied beside the record (cases_dir), named by the path the record keeps."""
+        if tier != DIFFERENTIAL or not case or self.out is None or not Path(case).is_file():
+            return case
+        folder = cases_dir(self.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{mutant.name}.json"
+        if Path(case).resolve() != target.resolve():
+            shutil.copyfile(case, target)
+        target = target.resolve()
+        return str(target.relative_to(REPO_ROOT)) if target.is_relative_to(REPO_ROOT) else str(target)
+
+    def _run(self, mutant, tier, args, seconds):
+        """One tier on the mutant in a process the watchdog ends after ``seconds``; its outcome (a dict)."""
+        o = runner.run_probe(mutant, tier, args, make_copy=functools.partial(_watched_copy, seconds=seconds))
+        error = o.error
+        if error and error.startswith(ENDED_BY_WATCHDOG):
+            error = f"no verdict within {seconds} s: the watchdog ended the probe ({error})"
+        return {"killed": o.killed, "evidence": o.evidence[:6], "raised": o.raised[:3],
+                "case": self._keep_case(mutant, tier, o.case), "error": error, "seconds": round(o.seconds, 1)}
+
+    def _probe(self, mutant, tier, args):
+        """_run, its outcome recorded in the row and the record."""
+        outcome = self._run(mutant, tier, args, self.hang_s[tier])
+        with self.lock:
+            self.rows[mutant.name]["tiers"][tier] = outcome
+        state = "killed" if outcome["killed"] else "error" if outcome["error"] else "not killed"
+        self.log(f"  {mutant.name:60s} {tier:12s} {state} {outcome['seconds']:6.1f} s")
+        self.write()
+        return outcome
+
     def _chain(self, mutant, plan):
         for tier in plan:
             if self.out_of_time():
                 return
-            o = runner.run_probe(mutant, tier, self.probe_args(mutant, tier),
-                                 make_copy=functools.partial(_watched_copy, seconds=self.hang_s[tier]))
-            error = o.error
-            if error and error.startswith(ENDED_BY_WATCHDOG):
-                error = f"no verdict within {self.hang_s[tier]} s: the watchdog ended the probe ({error})"
-            with self.lock:
-                self.rows[mutant.name]["tiers"][tier] = {"killed": o.killed, "evidence": o.evidence[:6],
-                                                         "raised": o.raised[:3], "case": o.case, "error": error,
-                                                         "seconds": round(o.seconds, 1)}
-            self.log(f"  {mutant.name:60s} {tier:12s} {'killed' if o.killed else 'error' if o.error else 'not killed'}"
-                     f" {o.seconds:6.1f} s")
-            self.write()
-            if _ends_chain(self.rows[mutant.name]["tiers"][tier]):
+            if _ends_chain(self._probe(mutant, tier, self.probe_args(mutant, tier))):
                 return
 
 
@@ -404,6 +529,55 @@ def _ends_chain(outcome):
     """Whether a tier's recorded outcome ends its mutant's chain of tiers: a kill, or a probe that gave no verdict
     (the mutant is crashed whatever a later tier says; a check that raised does not end it, a later tier may kill)."""
     return bool(outcome.get("killed") or outcome.get("error"))
+
+
+def killing_case(row):
+    """{"tier", "case"}: the case the tier that detected the row saved (properties/mutants/refresh.py re-runs it),
+    or None when no tier did."""
+    tier = row["killed_by"]
+    if tier is None:
+        return None
+    outcome = (row["prefilter"] or {}) if tier == STATIC else row["tiers"].get(tier, {})
+    return {"tier": tier, "case": outcome.get("case")}
+
+
+def refresh_result(row):
+    """What this run did for the row: "kept", "listed", "review", "by case" or "by its tier" (a confirmation that
+    held), "reprobed" (the prefilter or a tier ran on it as a new mutant's would), or "not run"."""
+    action, confirm = row["refresh"]["action"], row.get("confirm") or {}
+    if action in (refresh.KEPT, refresh.LISTED, refresh.REVIEW):
+        return action
+    if confirm.get("held"):
+        return "by case" if confirm.get("by_case") else "by its tier"
+    ran = confirm.get("held") is False or row["refresh"].get("compiled") or row["tiers"] or row["prefilter"]
+    return "reprobed" if ran else "not run"
+
+
+def refresh_counts(rows, seconds, seed):
+    """The refresh's wall time and counts: per action and result (refresh_result), the mutants the prefilter
+    compiled and their variants, the mutants equivalent by digest, and the record it started from."""
+    results = {}
+    for r in rows:
+        results[r["refresh"]["result"]] = results.get(r["refresh"]["result"], 0) + 1
+    actions = {}
+    for r in rows:
+        actions[r["refresh"]["action"]] = actions.get(r["refresh"]["action"], 0) + 1
+    return {"seconds": seconds, "seed": seed, "actions": actions, "results": results,
+            "confirmed_by_case": results.get("by case", 0), "confirmed_by_tier": results.get("by its tier", 0),
+            "reprobed": results.get("reprobed", 0),
+            "recompiled": sum(bool(r["refresh"].get("compiled")) for r in rows),
+            "variants_compiled": sum(r["refresh"].get("compiled", 0) for r in rows),
+            "equivalent_by_digest": sum(r.get("equivalence") == refresh.DIGEST_EQUIVALENCE for r in rows)}
+
+
+def prune_cases(data, out):
+    """Remove from cases_dir(out) the case files no row of the complete record ``data`` names."""
+    folder = cases_dir(out)
+    named = {Path(r["case"]["case"]).name for r in data["mutants"]
+             if r["case"] and isinstance(r["case"]["case"], str)}
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        if path.name not in named:
+            path.unlink()
 
 
 def settle(row):
@@ -453,25 +627,37 @@ def score(rows):
             "by_operator": {k: tally(v) for k, v in sorted(by_operator.items())}}
 
 
-def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print, seconds=None):
-    """Generate the set, run it, write ``out`` (unless None); the record. With ``seconds``, no batch or probe
-    starts after that many seconds: the record says so, and a later run with ``resume`` goes on."""
+def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print, seconds=None, reviewed=()):
+    """Generate the set, run it, write ``out`` (unless None); the record. ``resume``: the record it refreshes
+    (properties/mutants/refresh.py; ``reviewed``, the listed equivalents whose changed site a person reviewed).
+    With ``seconds``, no batch or probe starts after that many seconds: the record says so, and a later run with
+    ``resume`` goes on."""
     gpu = cuda_reason() is None
     tier = ("gpu" if gpu else "cpu") if tier == "auto" else tier
     if tier == "gpu" and not gpu:
         raise RuntimeError(f"--tier gpu: {cuda_reason()}")
     mutants = select(generate.generate(KERNEL_DIR), only)
     jobs = jobs or max(1, min(os.cpu_count() or 1, 16))
-    this = Run(mutants, tier, out, resume, jobs, log, seconds)
+    this = Run(mutants, tier, out, resume, jobs, log, seconds, reviewed, only)
     log(f"generated: {len(mutants)} mutants, tier {tier}, {jobs} at a time")
-    this.prefilter()
-    if not this.failures:
-        for m in mutants:
-            this.classify(m)
-        this.write()
-        this.tiers((CONTRACT_CPU,) + (GPU_TIERS if tier == "gpu" else ()))
+    runnable = (CONTRACT_CPU,) + (GPU_TIERS if tier == "gpu" else ())
+    if not this.failures and this.coverage():
+        this.prefilter()  # new and changed sites, equivalents by digest, static confirmations
+        this.confirm(runnable)  # the confirmations of the tiers that call route
+        this.prefilter()  # the rows whose confirmation did not hold
+        if not this.failures:
+            for m in mutants:
+                this.classify(m)
+            this.write()
+            this.tiers(runnable)
+        shutil.rmtree(this.base, ignore_errors=True)
     this.write()
     data = this.record()
+    if out is not None and data["complete"]:
+        prune_cases(data, out)
+    counts = data["refresh"]
+    log(f"generated: refresh: {counts['results']}; {counts['recompiled']} mutants recompiled "
+        f"({counts['variants_compiled']} variants), {counts['equivalent_by_digest']} equivalent by digest")
     total = data["score"]["total"]
     log(f"generated: {data['verdict']}: {total['mutants']} mutants at {total['sites']} sites: {total['killed']} killed, "
         f"{total['not_viable']} not viable, {total['crashed']} crashed, {total['equivalent']} equivalent, "

@@ -2,10 +2,13 @@
 
     python -m properties.mutants.probe static|differential|replay|contract-cpu|contract-gpu --kernel-dir DIR
                                        --result PATH --name NAME [--description TEXT] [--first-kill] [--case PATH ...]
+                                       [--known PATH ...] [--variants NAME ...] [--part NAME]
 
 Started by properties/mutants/runner.py with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
 it first checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence":
-[...], "raised": [...], "case": path or null} to --result; a kernel that does not compile, or any other error, exits non-zero
+[...], "raised": [...], "case": the killing case or null} to --result
+(the case: a case file's path for differential, {"variant": key or null} for static, {"part": name} for the
+contract tiers); a kernel that does not compile, or any other error, exits non-zero
 with no result (the runner reports it: a mutant must be killed by a check, not by a broken edit).
 
 static: every variant compiled for sm_90a through properties/codegen/checks.py (no GPU needed); with
@@ -22,8 +25,8 @@ if the mismatch stays) and saved as a case file. A kernel call that raises (a mu
 Likewise a static check that raises.
 replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
 contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py: every targeted call, the
-checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors; killed means
-route treated a call otherwise than the contract's predicate says.
+checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors, or the part
+named by --part alone; killed means route treated a call otherwise than the contract's predicate says.
 The static result also holds each variant's PTX digest and the digest of what route launches for each call shape,
 so the runner can tell a mutant that compiles to the real kernel and launches it alike.
 
@@ -325,7 +328,7 @@ def static(first_kill, variants=None):
     from properties.codegen import checks as codegen_checks
 
     evidence = codegen_checks.source_problems()
-    raised, digests = [], {}
+    raised, digests, killer = [], {}, None
     for metadata, renormalize, tokens in codegen_checks.VARIANTS:
         if variants is not None and (metadata, renormalize, tokens) not in variants:
             continue
@@ -340,18 +343,23 @@ def static(first_kill, variants=None):
             found, errors = _problems(checks, variant if checks is codegen_checks.PTX_CHECKS
                                       else codegen_checks.read_cubin(variant), where)
             evidence, raised = evidence + found, raised + errors
-    return {"killed": bool(evidence), "evidence": evidence, "raised": raised, "case": None, "ptx_sha256": digests,
+            if found and killer is None:
+                killer = [metadata, renormalize, tokens]
+    case = None if not evidence else {"variant": killer}  # variant None: the source checks found it
+    return {"killed": bool(evidence), "evidence": evidence, "raised": raised, "case": case, "ptx_sha256": digests,
             "launches_sha256": launch_digest()}
 
 
 # ---------------------------------------------------------------------------------------------- contract
 
-def contract(cuda):
-    """The contract property on the imported kernel: killed when any call departs from the predicate."""
+def contract(cuda, part=None):
+    """The contract property on the imported kernel: killed when any call departs from the predicate; the case
+    is the part that breached ({"part": name}, properties/contract/sweep.py); with ``part`` (a saved case), that
+    part alone."""
     from properties.contract import sweep
 
-    lines = sweep.run(cuda, CONTRACT_EXAMPLES)
-    return {"killed": bool(lines), "evidence": lines, "raised": [], "case": None}
+    breached, lines = sweep.run(cuda, CONTRACT_EXAMPLES, part)
+    return {"killed": bool(lines), "evidence": lines, "raised": [], "case": breached and {"part": breached}}
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -375,6 +383,7 @@ def main(argv=None):
     parser.add_argument("--case", nargs="*", default=(), help="replay: the case files")
     parser.add_argument("--known", nargs="*", default=(), help="differential: saved cases to try before the sweep")
     parser.add_argument("--first-kill", action="store_true", help="static: stop at the first variant that fails")
+    parser.add_argument("--part", default=None, help="contract tiers: run this part of the property alone (a case)")
     parser.add_argument("--variants", nargs="+", default=None,
                         help="differential: sweep only the cases route launches on these variants (variant_name)")
     args = parser.parse_args(argv)
@@ -388,13 +397,15 @@ def main(argv=None):
         if unknown:
             parser.error(f"--variants: no variant named {', '.join(map(repr, unknown))} (names such as "
                          f"{variant_name(*routing.VARIANT_KEYS[0])!r})")
+    if args.part is not None and not args.tier.startswith("contract-"):
+        parser.error(f"--part: only the contract tiers take it, not {args.tier}")
     try:
         if args.tier == "static":
             result = static(args.first_kill)
         elif args.tier == "differential":
             result = differential(args.name, args.description, args.known, args.variants)
         elif args.tier.startswith("contract-"):
-            result = contract(args.tier == "contract-gpu")
+            result = contract(args.tier == "contract-gpu", args.part)
         else:
             result = replay(args.case)
     except Exception:

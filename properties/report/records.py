@@ -16,6 +16,7 @@ from pathlib import Path
 
 from common import markdown_block
 from common.args import OneLineParser
+from properties.mutants import freshness
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 README = RESULTS / "README.md"
@@ -163,9 +164,6 @@ WHAT = {
     "verify-cpu-2core-757ed4d.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
         "the CPU tier PASS in 90 s wall (99 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
         "kill table stale by common/interrupts.py alone (fixed after the H100 deep run that made the table)",
-    "kill-table.json": "the catalog's kill table the gate reads for its freshness (`python -m properties.mutants --tier "
-        "gpu --jobs 16 --report properties/results/kill-table.json`): every mutant killed, with the sha256 of each "
-        "file its verdicts depend on",
     "mutants-generated-h100-3f803cf.json": "the generated mutants' first whole GPU run (`python -m properties.mutants "
         "generated --tier gpu --jobs 16`, two calls of 479 s and 289 s joined by `--resume`): 931 mutants at 523 "
         "sites, 624 killed, 48 not viable, 72 crashed, 45 equivalent by their digests, 142 survived (their sites and "
@@ -387,12 +385,11 @@ def record_tables(folder=RESULTS):
 # The gate's tiers: (label, depth, with a GPU); each row shows the newest gate record of that depth and machine.
 TIERS = (("default gate, GPU", "default", True), ("default gate, CPU", "default", False),
          ("deep tests, GPU", "deep", True), ("deep tests, CPU", "deep", False))
-KILL_TABLE = "kill-table.json"
 
 
 def tiers_table(folder=RESULTS):
-    """Each tier's newest gate record (verify-*.json by its date) and the kill table's run: where it ran, the
-    verdict and the wall seconds; a tier with no record says so."""
+    """Each tier's newest gate record (verify-*.json by its date) and the evidence record's last refresh: where it
+    ran, the verdict and the wall seconds; a tier with no record says so."""
     gates = []
     for path in sorted(folder.glob("verify-*.json")):
         data = json.loads(path.read_text())
@@ -408,10 +405,13 @@ def tiers_table(folder=RESULTS):
         _, name, data, environment = max(chosen, key=lambda g: g[0])
         where = environment.get("gpu") or f"{(environment.get('host') or {}).get('cores', '?')} CPU cores"
         lines.append(f"| {label} | `{name}` | {where} | {data['verdict']} | {data['seconds']} |")
-    if (folder / KILL_TABLE).is_file():
-        table = json.loads((folder / KILL_TABLE).read_text())
-        lines.append(f"| kill table (catalog) | `{KILL_TABLE}` | {table.get('gpu') or NOT_HELD} | {table['verdict']} | "
-                     f"{table['seconds']} |")
+    if (folder / freshness.EVIDENCE.name).is_file():
+        record = json.loads((folder / freshness.EVIDENCE.name).read_text())
+        counts = record["refresh"]
+        lines.append(f"| evidence refresh ({counts['confirmed_by_case']} re-confirmed by case, {counts['reprobed']} "
+                     f"re-probed, {counts['recompiled']} recompiled, {counts['equivalent_by_digest']} equivalent by "
+                     f"digest) | `{freshness.EVIDENCE.name}` | {record['provenance'].get('gpu') or NOT_HELD} | "
+                     f"{record['verdict']} | {counts['seconds']} |")
     return "\n".join(lines)
 
 

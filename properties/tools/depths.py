@@ -22,8 +22,8 @@ from common.args import OneLineParser
 DEEP_MARKER, SELF_TEST_MARKER = "deep", "selftest"
 # `make test`'s marker expression (the Makefile spells it; a CPU test holds them equal): default tests and self-tests
 MAKE_TEST = f"not {DEEP_MARKER} or {SELF_TEST_MARKER}"
-KILL_TABLE_ALONE = ("the kill table alone: a mutant is a wrong kernel that every default check must catch, and the "
-                    "gate reports whether the committed kill table was made for this tree")
+KILL_TABLE_ALONE = ("the evidence record alone: a mutant is a wrong kernel that every default check must catch, and "
+                    "the gate reports whether the committed evidence record was made for this tree")
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,6 @@ class Deep:
 
 
 DEEP = (
-    Deep("tests/test_mutants_gpu.py::test_every_mutant_is_killed_and_the_real_kernel_passes",
-         "a kernel or contract mutant that no tier kills on the GPU; writes the kill table", KILL_TABLE_ALONE),
     Deep("tests/test_mutants_cpu.py::test_the_static_tier_kills",
          "a codegen mutant that the static checks miss, on any CPU", KILL_TABLE_ALONE),
     Deep("tests/test_mutants_cpu.py::test_the_contract_cpu_tier_kills",
@@ -52,7 +50,7 @@ DEEP = (
          "a real kernel failing the mutants' static probe; an equivalent edit that stopped being one",
          "tests/test_kernel_static_cpu.py checks the real kernel's every variant directly"),
     Deep("tests/test_mutants_cpu.py::test_a_mutant_of_what_route_launches_keeps_the_ptx_but_is_not_equivalent",
-         "the kill table's equivalence rule forgetting what route launches (compiled for real)",
+         "the catalog's equivalence rule forgetting what route launches (compiled for real)",
          "tests/test_mutants_cpu.py's verdict tests check the rule on stated outcomes"),
     Deep("tests/test_mutants_cpu.py::test_the_real_kernel_passes_the_contract_cpu_tier",
          "a real contract failing the mutants' contract probe",

@@ -4,9 +4,11 @@
                                     [--workers-per-gpu N] [-- PYTEST_ARGS...]
 
 Depth: by default the tests not marked ``deep`` (every check that can catch a wrong kernel, oracle, model or
-harness change); --deep runs the tests marked ``deep`` alone (the mutant kill tables, the harness's slow
-end-to-end self-tests). The committed kill table (properties/mutants/freshness.py) is read either way and
-reported fresh or stale by name; with VERIFY_REQUIRE_FRESH=1 (or --require-fresh) a stale one fails the gate.
+harness change); --deep runs the tests marked ``deep`` alone (the long sweeps, the harness's slow end-to-end
+self-tests). The kernel's committed evidence record (properties/mutants/freshness.py) is read either way and
+reported fresh, or stale naming each changed file and the command that refreshes it; a stale one fails the gate
+with VERIFY_REQUIRE_GPU=1 (a GPU runner, which can refresh it) or VERIFY_REQUIRE_FRESH=1 (or their options), and
+is only reported otherwise (CPU CI).
 
 Parts: the FlashInfer oracle build (nvcc; "not run" with the reason where nvcc or the sources are missing),
 then the test suite (CPU tier everywhere, GPU tier where CUDA exists and the tables hold) and, while its workers
@@ -54,7 +56,7 @@ PROGRESS_FILE = "progress.jsonl"
 STOP_GRACE_S = 10  # after SIGTERM, pytest's process group gets this long before SIGKILL
 INTERRUPTS = (signal.SIGTERM, signal.SIGINT)
 INCOMPLETE = "INCOMPLETE"
-PARTS = ("flashinfer build", "oracle probes", "mufu tables", "kill table", "tests")
+PARTS = ("flashinfer build", "oracle probes", "mufu tables", "evidence", "tests")
 DEPTHS = {False: f"not {depths.DEEP_MARKER}", True: depths.DEEP_MARKER}  # --deep -> the marker expression pytest selects with
 NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
@@ -67,8 +69,6 @@ THREAD_POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 GPU_NOT_RUN = "GPU check not run"
 CHROMIUM_NOT_RUN = "Chromium not installed"  # properties/report/screenshot.py raises it
 NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN, CHROMIUM_NOT_RUN)
-# What a stale kill table's line tells the reader to run (on a GPU; the runner's --report names the committed table).
-REFRESH_KILL_TABLE = f'make mutants MUTANTS_ARGS="--tier gpu --report {freshness.KILL_TABLE.relative_to(ROOT)}"'
 
 
 def named_skip(reason):
@@ -139,7 +139,8 @@ def parse(argv):
                         help="run the deep tests (marked deep) instead of the default ones")
     parser.add_argument("--require-gpu", action="store_true", default=False)
     parser.add_argument("--require-fresh", action="store_true", default=False,
-                        help="fail when the committed kill table was made for other inputs (VERIFY_REQUIRE_FRESH=1)")
+                        help="fail when the committed evidence record was made for other inputs, also without "
+                             "--require-gpu (VERIFY_REQUIRE_FRESH=1)")
     parser.add_argument("--reports", type=_reports_folder, default=ROOT / "reports")
     parser.add_argument("--profile", default=None,
                         help=f"Hypothesis profile (default: {profiles.GATE_GPU} with a GPU, else {profiles.GATE_CPU})")
@@ -221,18 +222,18 @@ def check_mufu(gpu_reason):
     return {"ran": True, "failed": not holds, "why": line, "seconds": time.monotonic() - started}
 
 
-def check_kill_table(path=freshness.KILL_TABLE):
-    """The kill table part: {"ran", "failed", "fresh", "why", "seconds"} for the committed kill table against
-    this tree's inputs; "failed" is left to the verdict (a stale table fails only when freshness is required)."""
+def check_evidence(path=freshness.EVIDENCE):
+    """The evidence part: {"ran", "failed", "fresh", "why", "seconds"} for the committed evidence record against
+    this tree's inputs; "failed" is left to the verdict (a stale record fails only where freshness is required)."""
     started = time.monotonic()
     try:
-        table = json.loads(path.read_text()) if path.is_file() else None
-        fresh, line = freshness.status(table, freshness.inputs())
+        record = json.loads(path.read_text()) if path.is_file() else None
+        fresh, line = freshness.status(record, freshness.inputs())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fresh, line = False, f"unreadable: {type(exc).__name__}: {exc}"
     why = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {line}"
     if not fresh:
-        why += f"; refresh it on a GPU: {REFRESH_KILL_TABLE}, then commit it"
+        why += f"; refresh it on a GPU: {freshness.REFRESH}, then commit it with the kernel change"
     return {"ran": True, "failed": False, "fresh": fresh, "why": why, "seconds": time.monotonic() - started}
 
 
@@ -328,11 +329,13 @@ def _ran_nothing(rc, summary):
 
 
 def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None, plugins=None,
-            kill_table=None, require_fresh=False):
-    """The reasons this run fails (empty: it passes); a selection that ran no test is the last one."""
+            evidence=None, require_fresh=False):
+    """The reasons this run fails (empty: it passes); a selection that ran no test is the last one. A stale
+    evidence record fails where freshness is required: ``require_gpu`` (a GPU runner) or ``require_fresh``."""
     reasons = []
-    if require_fresh and kill_table is not None and not kill_table["fresh"]:
-        reasons.append(f"kill table not fresh (VERIFY_REQUIRE_FRESH=1): {kill_table['why']}")
+    if (require_gpu or require_fresh) and evidence is not None and not evidence["fresh"]:
+        reasons.append(f"evidence record not fresh ({'VERIFY_REQUIRE_GPU=1' if require_gpu else 'VERIFY_REQUIRE_FRESH=1'}): "
+                       f"{evidence['why']}")
     if summary is None and rc not in NOTHING_RAN_EXITS:
         reasons.append(f"pytest ended with exit {rc} and wrote no report (crash)")
     if summary is not None:
@@ -369,13 +372,13 @@ def _part_row(name, part):
             f"{'':>8s} {'':>10s} {part['seconds']:8.1f}  {part['why']}")
 
 
-def table(summary, flashinfer, oracles, mufu=None, plugins=None, kill_table=None):
+def table(summary, flashinfer, oracles, mufu=None, plugins=None, evidence=None):
     head = f"{'part':20s} {'ran':>5s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'cases':>10s} {'seconds':>8s}  why not run"
     lines = [head, "-" * len(head), _part_row("flashinfer build", flashinfer)]
     if mufu is not None:
         lines.append(_part_row("mufu tables", mufu))
-    if kill_table is not None:
-        lines.append(_part_row("kill table", kill_table))
+    if evidence is not None:
+        lines.append(_part_row("evidence", evidence))
     for name, why in oracles.items():
         lines.append(f"{'oracle ' + name:20s} {'no':>5s} {'':>7s} {'':>7s} {'':>8s} {'':>10s} {'':>8s}  not run: {why}")
     for name, why in (plugins or {}).items():
@@ -426,7 +429,7 @@ def _run(args, pytest_args):
     tier = "cpu" if gpu_reason else "cpu+gpu"
     depth = "deep" if args.deep else "default"
     print(f"gate: {depth} tests, tier {tier} ({gpu_reason or f'{gpus} GPUs'}), profile {args.profile}, "
-          f"{workers} workers, require GPU {args.require_gpu}, require a fresh kill table {args.require_fresh}",
+          f"{workers} workers, require GPU {args.require_gpu}, require fresh evidence {args.require_gpu or args.require_fresh}",
           flush=True)
     parts = {}  # name -> the part's result, as each finishes
     rc, summary, interrupted, plugins = None, None, None, {}
@@ -452,9 +455,9 @@ def _run(args, pytest_args):
                     parts["mufu tables"] = check_mufu(gpu_reason)
                     if not gpu_reason:
                         print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
-                    ticker.part = "kill table"
-                    parts["kill table"] = check_kill_table()
-                    print(f"gate: kill table: {parts['kill table']['why']}", flush=True)
+                    ticker.part = "evidence"
+                    parts["evidence"] = check_evidence()
+                    print(f"gate: evidence: {parts['evidence']['why']}", flush=True)
                     ticker.part = "tests"
                     if parts["mufu tables"]["failed"]:
                         return selection + ["-m", f"({DEPTHS[args.deep]}) and not gpu"]
@@ -472,7 +475,7 @@ def _run(args, pytest_args):
                 "pytest_args": pytest_args, "workers": workers, "pytest_exit": rc, "seconds": round(seconds, 1),
                 "require_gpu": args.require_gpu, "flashinfer_build": parts.get("flashinfer build"),
                 "oracles_not_run": parts.get("oracle probes"), "mufu_tables": parts.get("mufu tables"),
-                "plugins": plugins, "kill_table": parts.get("kill table"), "require_fresh": args.require_fresh,
+                "plugins": plugins, "evidence": parts.get("evidence"), "require_fresh": args.require_fresh,
                 "tests": summary, "environment": {**provenance.record(), "host": provenance.host()}}
         if interrupted is not None:
             so_far = progress.read(scratch / PROGRESS_FILE)
@@ -482,7 +485,7 @@ def _run(args, pytest_args):
                       "not_finished": [p for p in PARTS if p not in parts], **base}
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
-                              gpu_reason, parts["mufu tables"], plugins, parts["kill table"], args.require_fresh)
+                              gpu_reason, parts["mufu tables"], plugins, parts["evidence"], args.require_fresh)
             reasons = [f"no such test file or folder: {path}" for path in missing_paths(pytest_args)] + reasons
             record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
         if (scratch / "junit.xml").is_file() and interrupted is None:
@@ -496,7 +499,7 @@ def _run(args, pytest_args):
     else:
         print()
         print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"], plugins,
-                    parts["kill table"]))
+                    parts["evidence"]))
         not_run = summary["gpu_checks_not_run"] if summary else "?"
         print(f"\n{depth} tests, tier {tier} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
               f"{seconds:.0f} s wall; reports in {reports}")
