@@ -161,6 +161,7 @@ def _top_k(words):
     The rounds are speculative: every lane holding the round's best key pops its head, so no vote stands on
     the rounds' chain of REDUX, compare and select. That is exact while every round's best is held by one
     lane alone; a round whose best two lanes held (a warp-uniform ballot) sends the warp to the exact rounds.
+    A lane keeps only the words that can still reach its head in the rounds left, one fewer each round.
     """
     addresses = []
     tied = Uint32(0)
@@ -173,9 +174,8 @@ def _top_k(words):
         holders = cute.arch.vote_ballot_sync(held)
         tied = tied | (holders & (holders - 1))
         addresses.append(cute.arch.shuffle_sync(Int32(Uint32(head)), _lowest_holder(holders)))
-        if k < TOP_K - 1:
-            spec = [_select(held, nxt, cur) for cur, nxt in zip(spec, spec[1:])] + \
-                   [_select(held, Uint64(0), spec[-1])]
+        if const_expr(k < TOP_K - 1):
+            spec = [_select(held, nxt, cur) for cur, nxt in zip(spec, spec[1:])]
     if tied != 0:
         addresses = _top_k_exact(words)
     return addresses
