@@ -56,6 +56,8 @@ ROWS = [
     ("properties.replay", ["{F}/empty"], "empty"),
     ("properties.replay", [str(CASE), "--impl", "garbage"], "--impl"),
     ("properties.replay", [str(CASE), "--impl", "bad=module_without_attr"], "--impl"),
+    ("properties.replay", [str(CASE), "--impl"], "--impl"),
+    ("properties.replay", ["--impl", str(CASE)], "--impl"),
     # ---- soak's rate table
     ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
     ("properties.soak.table", ["--update-readme", "extra"], "extra"),
@@ -95,6 +97,8 @@ ROWS = [
      "--checkpoint-seconds"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--backend", "mpi"], "--backend"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "nope"], "--impl"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl"], "--impl"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "triton"], "triton"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--fault", "nope"], "--fault"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--families", "nope"], "--families"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--metadata", "sometimes"], "--metadata"),

@@ -308,7 +308,7 @@ def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(r
 
 def test_the_bench_summary_carries_its_provenance_and_a_disagreement_fails_it(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    rc = main(["--bench", "--device", "cpu", "--impl", "--fault", "ties_to_highest_index", "--b", "1",
+    rc = main(["--bench", "--device", "cpu", "--fault", "ties_to_highest_index", "--b", "1",
                "--problems", "16", "--bench-batches", "1", "--no-progress", "--out", str(out)])
     summary = json.loads(out.read_text())
     assert rc == 1 and summary["bench"] and sum(r["disagreements"] for r in summary["bench"]) > 0
