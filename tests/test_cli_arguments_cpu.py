@@ -30,6 +30,7 @@ MAIN = {
     "properties.soak": "properties.soak.__main__:main",
     "properties.soak.table": "properties.soak.table:main",
     "properties.report.records": "properties.report.records:main",
+    "properties.report.summary": "properties.report.summary:main",
     "properties.tools.depths": "properties.tools.depths:main",
     "properties.bench": "properties.bench.cli:main",
     "properties.bench.breakdown": "properties.bench.breakdown:main",
@@ -64,6 +65,11 @@ ROWS = [
     # ---- the results index
     ("properties.report.records", ["--bogus"], "--bogus", PROCESS),
     ("properties.report.records", ["--update-readme", "extra"], "extra"),
+    # ---- the gate's job summary
+    ("properties.report.summary", ["--bogus"], "--bogus", PROCESS),
+    ("properties.report.summary", ["{F}/missing.json"], "missing.json"),
+    ("properties.report.summary", ["{F}/not-json.json"], "not-json.json"),
+    ("properties.report.summary", ["{F}/object.json"], "verdict"),
     # ---- the kill table's reuse
     ("properties.mutants", ["--tier", "cpu", "--reuse", "README.md"], "--reuse"),
     # ---- the deep tests' table
