@@ -1,7 +1,8 @@
 """Replay saved cases against the model, live.
 
-    python -m properties.replay CASE_OR_FOLDER ... [--impl NAME=MODULE:ATTR | NAME=PATH.py:ATTR | NAME ...]
+    python -m properties.replay CASE_OR_FOLDER ... [--impl NAME=MODULE:ATTR | NAME=PATH.py:ATTR | NAME] ...
                                                           (make replay CASE=...)
+    python -m properties.replay --impl mine=PLUGIN.py:route --impl triton CASE.json   (one --impl each)
 
 Every implementation that runs here (on a GPU: the model, Triton, the kernel and FlashInfer; on a CPU: the
 model), every plug-in of ``--impl`` (properties/engine/plugins.py) and every built-in it names runs the case
@@ -174,9 +175,9 @@ def run(cases, impls=()):
 def main(argv=None):
     parser = OneLineParser(prog="python -m properties.replay", description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+", help="case files or folders of them")
-    parser.add_argument("--impl", nargs="*", action="extend", default=[], type=_impl_spec,
+    parser.add_argument("--impl", action="append", default=[], type=_impl_spec,
                         metavar="NAME[=MODULE:ATTR|=PATH.py:ATTR]",
-                        help="also run these built-ins or plug-ins (a list; may be repeated)")
+                        help="also run this built-in or plug-in (one per --impl; repeat it for more)")
     args = parser.parse_args(argv)
     status = run(args.cases, args.impl)
     print(f"replay: {VERDICTS[status]} (exit {status})")

@@ -30,6 +30,7 @@ MAIN = {
     "properties.soak": "properties.soak.__main__:main",
     "properties.soak.table": "properties.soak.table:main",
     "properties.report.records": "properties.report.records:main",
+    "properties.report.summary": "properties.report.summary:main",
     "properties.tools.depths": "properties.tools.depths:main",
     "properties.bench": "properties.bench.cli:main",
     "properties.bench.breakdown": "properties.bench.breakdown:main",
@@ -56,12 +57,19 @@ ROWS = [
     ("properties.replay", ["{F}/empty"], "empty"),
     ("properties.replay", [str(CASE), "--impl", "garbage"], "--impl"),
     ("properties.replay", [str(CASE), "--impl", "bad=module_without_attr"], "--impl"),
+    ("properties.replay", [str(CASE), "--impl"], "--impl"),
+    ("properties.replay", ["--impl", str(CASE)], "--impl"),
     # ---- soak's rate table
     ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
     ("properties.soak.table", ["--update-readme", "extra"], "extra"),
     # ---- the results index
     ("properties.report.records", ["--bogus"], "--bogus", PROCESS),
     ("properties.report.records", ["--update-readme", "extra"], "extra"),
+    # ---- the gate's job summary
+    ("properties.report.summary", ["--bogus"], "--bogus", PROCESS),
+    ("properties.report.summary", ["{F}/missing.json"], "missing.json"),
+    ("properties.report.summary", ["{F}/not-json.json"], "not-json.json"),
+    ("properties.report.summary", ["{F}/object.json"], "verdict"),
     # ---- the kill table's reuse
     ("properties.mutants", ["--tier", "cpu", "--reuse", "README.md"], "--reuse"),
     # ---- the deep tests' table
@@ -95,6 +103,8 @@ ROWS = [
      "--checkpoint-seconds"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--backend", "mpi"], "--backend"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "nope"], "--impl"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl"], "--impl"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "triton"], "triton"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--fault", "nope"], "--fault"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--families", "nope"], "--families"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--metadata", "sometimes"], "--metadata"),

@@ -1,5 +1,5 @@
 """One vocabulary: every ``python -m`` command of properties/ and oracles/ spells a shared concept with the one flag
-of CONCEPTS and takes it the same way (``--impl`` a list everywhere). The parsers are read, not guessed: each
+of CONCEPTS and takes it the same way (``--impl`` one value, repeated, everywhere). The parsers are read, not guessed: each
 command's ``main`` runs with ``ArgumentParser.parse_args`` replaced by a catch of the parser it was about to use
 (nothing after it runs), its subcommands' parsers included."""
 
@@ -111,12 +111,13 @@ def test_a_concept_has_one_flag(module, monkeypatch):
 
 
 @pytest.mark.parametrize("module", COMMANDS)
-def test_impl_is_a_list_everywhere(module, monkeypatch):
+def test_impl_takes_one_value_and_repeats_everywhere(module, monkeypatch):
     for parser in _parsers(module, monkeypatch):
         impl = _options(parser).get("--impl")
         if impl is not None:
-            assert isinstance(impl, argparse._ExtendAction) and impl.nargs == "*", (
-                f"{parser.prog}: --impl must be a list (nargs='*', action='extend'), as in every command")
+            assert isinstance(impl, argparse._AppendAction) and impl.nargs is None, (
+                f"{parser.prog}: --impl must take one value and repeat (action='append'), as in every command, "
+                "so that it never swallows a positional after it")
 
 
 def test_the_check_catches_a_second_spelling():

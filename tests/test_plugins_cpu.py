@@ -16,7 +16,7 @@ from properties.engine import implementations, plugins
 from properties.engine.check import check_case
 from properties.engine.plugins import NotRun
 from properties.replay import main as replay_main
-from properties.soak.__main__ import main as soak_main
+from properties.soak.__main__ import main as soak_main, parser as soak_parser
 from properties.inputs.strategies import GENERATORS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -109,6 +109,18 @@ def test_soak_and_replay_refuse_a_plugin_that_cannot_run_with_one_line(tmp_path,
     case = os.path.join(REPO, "corpora", "regression", "all_equal-000.json")
     assert replay_main([case, "--impl", f"bad={path}:route"]) == 4
     assert "implementation bad not run: raised RuntimeError: boom" in capsys.readouterr().err
+
+
+def test_a_positional_after_impl_is_read_as_a_case_and_impl_repeats(tmp_path, capsys, registry):
+    """``--impl`` takes one implementation and is repeated for more: the case after it is a case, never a third
+    implementation (``python -m properties.replay --impl mine=PLUGIN.py:route CASE.json``)."""
+    path = _module(tmp_path, _model_like())
+    case = os.path.join(REPO, "corpora", "regression", "all_equal-000.json")
+    assert replay_main(["--impl", f"mine={path}:route", "--impl", f"also={path}:route", case]) == 0
+    out = capsys.readouterr().out
+    assert f"{case}: all_equal" in out and re.search(r"live here: model, mine, also$", out, re.M), out
+    assert soak_parser().parse_args(["--impl", "model", "--impl", f"mine={path}:route"]).impl == [
+        "model", f"mine={path}:route"]
 
 
 def _soak(tmp_path, spec, *extra):

