@@ -35,6 +35,7 @@ def test_the_schema_is_routes_signature_with_the_outputs_written():
         {name: p.default for name, p in route.items() if p.default is not inspect.Parameter.empty}
     assert tuple(a.name for a in schema.arguments if a.alias_info and a.alias_info.is_write) == op.OUTPUTS
     assert not schema.returns and op.route_op._opoverload is torch.ops.musespark.route.default
+    assert torch.Tag.needs_exact_strides in torch.ops.musespark.route.default.tags
 
 
 def test_the_op_on_tensors_with_memory_is_route():
