@@ -37,6 +37,7 @@ GROUPS = (
     ("tests/test_flashinfer_", "flashinfer oracle"),
     ("tests/test_kernel_", "cute kernel"),
     ("tests/test_contract_", "cute kernel"),
+    ("tests/test_torch_op", "cute kernel"),
     ("tests/test_cross_oracles", "cross-oracle"),
     ("tests/test_properties_", "properties"),
     ("tests/test_invariants", "properties"),

@@ -3,10 +3,12 @@
 ``check_arguments`` raises ValueError naming the first argument outside route's contract, before anything is
 written. A call whose signature (each tensor's address, shape, strides, dtype and device; every scalar with
 its type) equals one that passed is valid too, since the checks read nothing else: ``CheckedCalls`` keeps
-those signatures so a repeated call skips the checks. The device facts the checks hold arguments to (the row
-granule, the alignment) are kernel/layout.py's.
+those signatures so a repeated call skips the checks. ``check_abstract`` runs the same checks on tensors without
+memory (the fake tensors torch.compile traces with), but those that read addresses. The device facts the checks
+hold arguments to (the row granule, the alignment) are kernel/layout.py's.
 """
 
+import contextvars
 import math
 import numbers
 
@@ -16,6 +18,7 @@ import torch
 from kernel.layout import EXPERTS, MAX_TILE, MAX_TOKENS, TENSOR_ALIGN, TOP_K, VECTOR_WORDS, metadata_size
 
 CACHE_LIMIT = 4096  # signatures kept; the cache starts afresh when full
+_abstract = contextvars.ContextVar("abstract", default=False)  # True while check_abstract runs
 
 
 def _fail(name, message):
@@ -40,7 +43,7 @@ def _check_tensor(name, t, dtype, shape):
 
 
 def _check_aligned(name, t, align):
-    if t.data_ptr() % align:
+    if not _abstract.get() and t.data_ptr() % align:
         _fail(name, f"must be {align}-byte aligned, got address {t.data_ptr():#x}")
 
 
@@ -58,7 +61,10 @@ def _span(t):
 
 
 def _check_no_overlap(outputs, inputs):
-    """No output may overlap another output or an input on the same device (each span computed once)."""
+    """No output may overlap another output or an input on the same device (each span computed once); tensors
+    without memory have no spans."""
+    if _abstract.get():
+        return
     spans = {name: (t.device, *_span(t)) for name, t in {**outputs, **inputs}.items()}
     names = list(outputs)
     for i, name in enumerate(names):
@@ -148,6 +154,18 @@ def check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, lo
     inputs = {"logits": logits, "bias": bias}
     _check_no_overlap(outputs, inputs)
     _check_devices({**inputs, **outputs})
+
+
+def check_abstract(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset, num_local_experts,
+                   tile_n):
+    """``check_arguments`` on tensors without memory (fake tensors: the torch op's fake implementation): the same
+    checks, order and ValueError, but those that read addresses (the alignments, the overlaps)."""
+    token = _abstract.set(True)
+    try:
+        check_arguments(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset,
+                        num_local_experts, tile_n)
+    finally:
+        _abstract.reset(token)
 
 
 def signature(logits, bias, ids, weights, scale, renormalize, metadata, local_expert_offset, num_local_experts,

@@ -271,6 +271,8 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     assert chain["median_us"] == (chain_us + 4.0) / 2 - (producer_us + 0.5)
     assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}
     assert results["eager"]["cute_meta"]["8"] == {"mean_us": 9.0, "calls": eager_calls}
+    assert set(results["eager"]) == {"cute", "cute_meta", "cute_op", "cute_meta_op"} == \
+        {name for name in results["eager"] if set(results["eager"][name]) == {"1", "8"}}
     assert results["launch_floor"] == {"cuLaunchKernel_us": 2.0, "cuLaunchKernelEx_pdl_us": 2.5, "calls": eager_calls}
     assert results["information"]["flashinfer_fused"]["8"]["weights"] == 64
     assert results["verify"]["flashinfer_fused"]["1"] == {"graph": "ok", "pdl_chain": "ok"}
@@ -378,6 +380,48 @@ def test_the_eager_verdicts_are_5_us_with_metadata_and_2x_its_graphed_launch_at_
     results["eager"]["cute_meta"]["8"] = {"error": "RuntimeError: planted"}
     assert "at most 5 µs: NOT met; within 2x of its graphed launch (the moonshot): NOT met." \
         in results_file.readme_table(results)
+
+
+def test_the_torch_ops_eager_calls_are_columns_beside_routes_where_the_file_has_them():
+    results = synthetic(BASE)
+    results["eager"] = {name: {"1": {"mean_us": 1.0 + i}, "8": {"mean_us": 2.0 + i}}
+                        for i, name in enumerate(("cute", "cute_meta", "cute_op", "cute_meta_op"))}
+    table = results_file.readme_table(results)
+    assert "The cute_op and cute_meta_op columns: the same calls through the torch op torch.ops.musespark.route." \
+        in table
+    assert "| b | cute | cute_meta | cute_op | cute_meta_op |\n| --- | --- | --- | --- | --- |\n" \
+           "| 1 | 1.00 | 2.00 | 3.00 | 4.00 |\n| 8 | 2.00 | 3.00 | 4.00 | 5.00 |" in table
+    del results["eager"]["cute_op"], results["eager"]["cute_meta_op"]
+    table = results_file.readme_table(results)
+    assert "torch op" not in table and "| b | cute | cute_meta |\n" in table
+
+
+def test_the_eager_call_of_an_op_variant_is_the_torch_op_on_the_route_variants_arguments():
+    """Problem.eager_call: ``NAME_op`` binds torch.ops.musespark.route to the arguments ``NAME`` binds route to
+    (engine buffers on the CPU stand in for the GPU's; the op then refuses them as route does)."""
+    import torch
+    from types import SimpleNamespace
+
+    from kernel import routing
+    from properties.bench.problem import Problem, inputs
+    from properties.engine import device
+    from properties.engine.cases import RoutingCase
+
+    logits, bias = inputs(2)
+    case = RoutingCase(logits, bias, np.float32(2.5), True, None, 0, 0, "bench inputs b=2")
+    cpu = torch.device("cpu")
+    problem = SimpleNamespace(cute=device.buffers(case, cpu),
+                              cute_meta=device.buffers(RoutingCase(logits, bias, np.float32(2.5), True, 8, 0, 256,
+                                                                   "bench inputs b=2, tile 8"), cpu))
+    described = lambda args: [(a.data_ptr(), a.shape) if isinstance(a, torch.Tensor) else a for a in args]  # noqa: E731
+    for name in results_file.EAGER_VARIANTS:
+        route_call = Problem.eager_call(problem, name)
+        op_call = Problem.eager_call(problem, name + results_file.OP_SUFFIX)
+        assert route_call.func is routing.route and op_call.func is torch.ops.musespark.route
+        assert described(op_call.args) == described(route_call.args) == described(
+            device.route_args(getattr(problem, name)))
+        with pytest.raises(ValueError, match="^route: logits must be on a CUDA device, got cpu$"):
+            op_call()
 
 
 def test_an_older_files_eager_parts_are_one_table_with_metadata_of_the_parts_it_has():

@@ -30,5 +30,9 @@ def test_a_small_run_times_every_variant_with_verified_outputs(tmp_path):
             parts = results["eager_parts"][name][b]
             assert all(parts[k] > 0 for k in ("signature_us", "current_device_us", "current_stream_us",
                                               "compiled_call_us")), (name, b, parts)
+    # Route's eager call and the torch op's on the same arguments, per b.
+    for name in results_file.EAGER_VARIANTS + results_file.EAGER_OP_VARIANTS:
+        for b in ("1", "8"):
+            assert results["eager"][name][b]["mean_us"] > 0, (name, b, results["eager"][name][b])
     assert all("error" not in r for r in results["resources"].values())
     assert all(r["cases_per_s"] > 0 for r in results["harness"]["gpu_differential"].values())

@@ -67,7 +67,7 @@ def test_each_way_of_reaching_a_private_name_is_seen(source, offence):
 def test_the_contract_module_holds_the_checks_and_the_cache_alone():
     public = {name for name in vars(contract) if not name.startswith("_")} - set(vars(contract)["__builtins__"])
     own = {name for name in public if getattr(getattr(contract, name), "__module__", None) == contract.__name__}
-    assert own == {"check_arguments", "signature", "CheckedCalls"}, own
+    assert own == {"check_arguments", "check_abstract", "signature", "CheckedCalls"}, own
     for fact in ("VECTOR_WORDS", "TENSOR_ALIGN"):
         assert hasattr(layout, fact) and (not hasattr(contract, fact) or getattr(contract, fact) is getattr(layout, fact))
 

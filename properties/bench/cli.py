@@ -19,9 +19,9 @@ the oracle entry, its weights' differences from the model recorded as informatio
 its work. The PDL chain puts a producer kernel (it writes the logits,
 or the ids for FlashInfer alone, after letting dependents launch) before every routing launch, and reports
 (producer + routing) minus the producer alone. Nsight Compute, where it runs, gives each kernel's own
-duration (one ncu pass over eager launches). The eager route() call is timed on the host with its parts, and
-beside it the floor under any launch issued from Python (properties/bench/floor.py: an empty kernel launched
-through ctypes into the driver). Every measurement is recorded, or its error: one failure does
+duration (one ncu pass over eager launches). The eager route() call is timed on the host with its parts, the
+same call through the torch op (torch.ops.musespark.route, kernel/op.py) beside it, and the floor under any launch
+issued from Python (properties/bench/floor.py: an empty kernel launched through ctypes into the driver). Every measurement is recorded, or its error: one failure does
 not stop the run. Set GIT_COMMIT on a machine whose copy of the tree has no .git.
 """
 
@@ -93,7 +93,7 @@ def run(args):
                "graph": {n: {} for n in VARIANT_NAMES}, "pdl_chain": {n: {} for n in VARIANT_NAMES},
                "verify": {n: {} for n in VARIANT_NAMES}}
     results["pdl_chain"]["producer"] = {"logits": {}, "ids": {}}
-    results["eager"] = {name: {} for name in results_file.EAGER_VARIANTS}
+    results["eager"] = {name: {} for name in results_file.EAGER_VARIANTS + results_file.EAGER_OP_VARIANTS}
     results["eager_parts"] = {name: {} for name in results_file.EAGER_VARIANTS}
     results["information"] = {name: {} for name in results_file.INFORMATION_VARIANTS}
     print(f"bench: {results['provenance']['gpu']}, b in {list(cfg.bs)}, {cfg.iterations} launches per graph, "
@@ -111,7 +111,7 @@ def run(args):
         for name in VARIANT_NAMES:
             for mode in ("graph", "pdl_chain", "verify"):
                 results[mode][name][str(b)] = measured[mode][name]
-        for name in results_file.EAGER_VARIANTS:
+        for name in results_file.EAGER_VARIANTS + results_file.EAGER_OP_VARIANTS:
             results["eager"][name][str(b)] = rec.attempt(f"eager {name} b={b}", eager_us, problem.eager_call(name),
                                                          args.eager_calls)
         for name in results_file.EAGER_VARIANTS:

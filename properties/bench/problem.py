@@ -14,6 +14,7 @@ from functools import partial
 import numpy as np
 import torch
 
+import kernel.op  # noqa: F401  (registers torch.ops.musespark.route)
 from kernel import routing
 from kernel.layout import EXPERTS, TOP_K
 from oracles.flashinfer_routing import to_meta
@@ -26,6 +27,7 @@ from properties.engine.compare import REFERENCE, describe, disagreements
 from properties.engine.implementations import REGISTRY
 from properties.engine.floats import ulp_distance
 from properties.engine.poison import IDS_POISON, METADATA_POISON, WEIGHT_POISON_BITS
+from properties.bench.results_file import OP_SUFFIX
 
 SEED = 0xBE7C4
 SCALE = 2.5
@@ -143,9 +145,10 @@ class Problem:
         }[name]
 
     def eager_call(self, name):
-        """``route`` bound to variant ``name``'s arguments (``cute`` or ``cute_meta``): an eager call as a user
-        makes it, without the harness's argument assembly."""
-        return partial(routing.route, *device.route_args(getattr(self, name)))
+        """``route`` bound to variant ``name``'s arguments (``cute`` or ``cute_meta``), or with OP_SUFFIX the torch
+        op bound to them: an eager call as a user makes it, without the harness's argument assembly."""
+        call = torch.ops.musespark.route if name.endswith(OP_SUFFIX) else routing.route
+        return partial(call, *device.route_args(getattr(self, name.removesuffix(OP_SUFFIX))))
 
     def producer_target(self, name):
         """(source, destination) words a producer copies before variant ``name``: its input."""

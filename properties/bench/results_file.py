@@ -38,8 +38,12 @@ TARGETS = (
     ("vs Triton then FlashInfer", ("triton+flashinfer", "triton+flashinfer_pdl"), 2.0),
 )
 MODES = ("graph", "pdl_chain")
-# Variants whose eager route() call is timed on the host (results["eager"], absent from older files).
+# Variants whose eager route() call is timed on the host (results["eager"], absent from older files), and the same
+# calls through the torch op torch.ops.musespark.route (kernel/op.py), each named with OP_SUFFIX (absent from older
+# files).
 EAGER_VARIANTS = ("cute", "cute_meta")
+OP_SUFFIX = "_op"
+EAGER_OP_VARIANTS = tuple(name + OP_SUFFIX for name in EAGER_VARIANTS)
 EAGER_LIMIT_US = 5.0
 EAGER_MOONSHOT_RATIO = 2.0  # the eager call with metadata within this many graphed launches
 CPU_VERIFY_LIMIT_S = 600.0
@@ -278,13 +282,15 @@ def _int(value):
 
 
 def eager_table(results):
-    """Markdown lines: the host time of one eager route() call, or nothing for a file without it."""
+    """Markdown lines: the host time of one eager route() call, beside it the torch op's where the file has it, or
+    nothing for a file without them."""
     eager = results.get("eager")
     if not eager:
         return []
     bs = results["config"]["bs"]
+    names = EAGER_VARIANTS + tuple(n for n in EAGER_OP_VARIANTS if n in eager)
     cells = lambda e: "n/a" if not e else "error" if "error" in e else f"{e['mean_us']:.2f}"  # noqa: E731
-    rows = [[b, *(cells(eager.get(n, {}).get(str(b))) for n in EAGER_VARIANTS)] for b in bs]
+    rows = [[b, *(cells(eager.get(n, {}).get(str(b))) for n in names)] for b in bs]
     meta = [eager.get("cute_meta", {}).get(str(b), {}) for b in bs]
     met = all(_is_time(e.get("mean_us")) and e["mean_us"] <= EAGER_LIMIT_US for e in meta)
     graph = [results["graph"].get("cute_meta", {}).get(str(b), {}).get("median_us") for b in bs]
@@ -294,10 +300,12 @@ def eager_table(results):
     repeats = next((len(e["means_us"]) for e in meta if "means_us" in e), None)
     method = f"mean of {calls} calls back to back, one sync after them"
     method = f"median of {repeats} means of {calls} calls back to back, one sync after each" if repeats else method
+    through_op = f" The {' and '.join(names[len(EAGER_VARIANTS):])} columns: the same calls through the torch op " \
+                 "torch.ops.musespark.route." if len(names) > len(EAGER_VARIANTS) else ""
     return [f"Eager route() on the host, µs per call ({method}); "
             f"with metadata at most {EAGER_LIMIT_US:g} µs: {_verdict(met)}; within {EAGER_MOONSHOT_RATIO:g}x of "
-            f"its graphed launch (the moonshot): {_verdict(moonshot)}.", ""] + \
-        _table(["b", *EAGER_VARIANTS], rows) + [""] + eager_parts_table(results) + launch_floor_lines(results)
+            f"its graphed launch (the moonshot): {_verdict(moonshot)}.{through_op}", ""] + \
+        _table(["b", *names], rows) + [""] + eager_parts_table(results) + launch_floor_lines(results)
 
 
 def launch_floor_lines(results):

@@ -1,0 +1,33 @@
+"""``route`` as a torch op, ``torch.ops.musespark.route``, registered when this module is first imported, so that
+``torch.compile`` traces a model through it (no graph break) and CUDA graphs capture it.
+
+The schema is route's signature with the outputs (ids, weights, metadata) declared as written, returning nothing.
+On tensors with memory the op is ``kernel.routing.route`` itself: the same contract, ValueError and launch. Its
+fake implementation (fake tensors, as torch.compile traces) runs route's argument checks but those that read
+addresses (``kernel.contract.check_abstract``) and writes nothing. Tagged ``needs_exact_strides``: a compiler passes
+it tensors with the strides it traced, which route's contract holds. No autograd: route has no gradient. A direct
+``route`` call stays the cheaper eager call; the op adds the dispatcher in front of it (the benchmark times both).
+"""
+
+import inspect
+
+import torch
+
+from kernel import contract, routing
+
+NAME = "musespark::route"
+SCHEMA = ("(Tensor logits, Tensor bias, Tensor(a!) ids, Tensor(b!) weights, float scale, bool renormalize=True, "
+          "Tensor(c!)? metadata=None, int local_expert_offset=0, int num_local_experts=0, int tile_n=0) -> ()")
+OUTPUTS = ("ids", "weights", "metadata")
+
+route_op = torch.library.custom_op(NAME, routing.route, mutates_args=OUTPUTS, schema=SCHEMA,
+                                   tags=(torch.Tag.needs_exact_strides,))
+_ROUTE = inspect.signature(routing.route)
+
+
+@route_op.register_fake
+def _fake(*args, **kwargs):
+    """route's checks on fake tensors, with route's defaults for the arguments not given."""
+    call = _ROUTE.bind(*args, **kwargs)
+    call.apply_defaults()
+    contract.check_abstract(*call.args)
