@@ -70,8 +70,6 @@ ROWS = [
     ("properties.report.summary", ["{F}/missing.json"], "missing.json"),
     ("properties.report.summary", ["{F}/not-json.json"], "not-json.json"),
     ("properties.report.summary", ["{F}/object.json"], "verdict"),
-    # ---- the kill table's reuse
-    ("properties.mutants", ["--tier", "cpu", "--reuse", "README.md"], "--reuse"),
     # ---- the deep tests' table
     ("properties.tools.depths", ["--bogus"], "--bogus", PROCESS),
     # ---- soak
@@ -169,12 +167,10 @@ ROWS = [
     ("properties.bench.variants", ["--table", "{F}/list.json"], "--table"),
     ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}"], "CUDA", PROCESS),
     # ---- the kernel mutants
-    ("properties.mutants", ["--tier", "fpga"], "--tier"),
-    ("properties.mutants", ["--only", "no_such_mutant"], "--only"),
-    ("properties.mutants", ["--jobs", "0"], "--jobs"),
-    ("properties.mutants", ["--report", "{F}/folder"], "--report"),
-    ("properties.mutants", ["--tier", "cpu", "--only", "ties_highest_lane"], "--only"),
-    ("properties.mutants", ["--tier", "gpu"], "--tier", PROCESS),
+    ("properties.mutants", [], "command", PROCESS),
+    ("properties.mutants", ["--tier", "cpu"], "command"),
+    ("properties.mutants", ["table"], "command"),
+    ("properties.mutants", ["generated", "--tier", "fpga"], "--tier"),
     ("properties.mutants", ["replay", "{F}/missing.json"], "paths"),
     ("properties.mutants", ["generated", "--only", "no_such_mutant"], "--only"),
     ("properties.mutants", ["generated", "--jobs", "0"], "--jobs"),
@@ -247,14 +243,14 @@ def fixtures(tmp_path_factory):
     (folder / "not-json.json").write_text("not JSON\n")
     (folder / "list.json").write_text("[1, 2]\n")
     (folder / "object.json").write_text(json.dumps({"format": "something else"}) + "\n")
-    # a record that lists mutants but is not a generated-mutants run (the kill table's shape)
+    # a record that lists mutants but is not a generated-mutants run
     (folder / "mutants-of-another-kind.json").write_text(json.dumps({"verdict": "PASS", "mutants": []}) + "\n")
     return folder
 
 
 # What the gate running this suite writes under reports/ meanwhile: its scratch folder (progress, pytest's
-# report) and the kernel mutant tests' table and cases (on a GPU). No row of the table writes them.
-GATE_WRITES = (".gate-", "mutants.json", "mutants")
+# report) and the kernel mutant probes' cases (on a GPU). No row of the table writes them.
+GATE_WRITES = (".gate-", "mutants")
 
 
 def _written_by_the_running_gate(relative):

@@ -21,7 +21,7 @@ CONCEPTS = {
     "the device": ("--device", ("--gpu", "--cuda", "--dev", "--devices"), ()),
 }
 # Commands with subcommands that main dispatches itself, before any parser: the argv that reaches each.
-DISPATCHED = {"properties.mutants.__main__": (["replay"],)}
+DISPATCHED = {"properties.mutants.__main__": (["replay"], ["generated"])}
 
 
 class _Caught(Exception):

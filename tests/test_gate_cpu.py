@@ -237,7 +237,7 @@ def test_each_worker_gets_one_thread_per_pool_unless_the_caller_sized_the_pools(
 
 
 def test_the_checks_run_while_the_tests_start_and_can_restart_them_with_other_arguments(monkeypatch, tmp_path):
-    """The gate's own checks (oracle probes, MUFU tables, kill table) take seconds: they run while the workers
+    """The gate's own checks (oracle probes, MUFU tables, the evidence record) take seconds: they run while the workers
     start, and tables that differ stop the suite and start it again without its GPU tier."""
     commands, stopped = [], []
     monkeypatch.setattr(gate.subprocess, "Popen", lambda cmd, **kwargs: commands.append(cmd) or _Finished())

@@ -2,7 +2,7 @@
 
 Every edit still applies exactly once to the current kernel; the real kernel passes the static tier through
 the same copy-and-subprocess path the mutants take (so no kill is vacuous); every mutant declared "static" is
-killed by it; the equivalent edits escape it as their reasons say; the real kernel passes the contract-cpu
+killed by it; the real kernel passes the contract-cpu
 tier (the contract property with CPU tensors, properties/contract/) and every contract mutant declared
 "contract-cpu" is killed by it. The differential tier's own logic (sweep,
 minimisation, case files, replay) runs here on a fake kernel: the NumPy model with one deliberate fault,
@@ -30,17 +30,7 @@ from properties.engine.implementations import REGISTRY
 from properties.inputs.families import batches, families
 from properties.mutants import catalog, generate, runner
 from properties.mutants import probe as mutant_probe
-from properties.mutants.catalog import (
-    CATALOG,
-    CONTRACT_CPU,
-    CONTRACT_TIERS,
-    CPU_TIERS,
-    DIFFERENTIAL,
-    EQUIVALENT,
-    STATIC,
-    TIERS,
-    MutantEditError,
-)
+from properties.mutants.catalog import CATALOG, CONTRACT_CPU, CONTRACT_TIERS, DIFFERENTIAL, STATIC, MutantEditError
 
 STATIC_MUTANTS = [m for m in CATALOG if STATIC in m.kills]
 CONTRACT_CPU_MUTANTS = [m for m in CATALOG if CONTRACT_CPU in m.kills]
@@ -50,7 +40,7 @@ SAVED_CASES = sorted(mutant_probe.CORPUS_DIR.glob("*.json"))
 def test_the_catalog_applies_to_the_current_kernel():
     catalog.check_catalog()
     assert 0 < len(CATALOG) <= catalog.MAX_HAND and all(m.reason.strip() for m in CATALOG)
-    assert all(m.kills for m in CATALOG) and not any(m.kills for m in EQUIVALENT)
+    assert all(m.kills for m in CATALOG)
 
 
 @pytest.mark.parametrize("target,old", [("routing.py", "text the kernel does not hold"),
@@ -74,16 +64,10 @@ def test_a_copy_carries_the_edit_and_nothing_else(tmp_path):
     assert "picked[-2::-1]" in (copy / "routing.py").read_text()
 
 
-def test_the_real_kernel_passes_the_static_tier_and_the_equivalent_edits_escape_it():
-    outcomes = runner._pool_run([(None, STATIC, ())] + [(m, STATIC, ()) for m in EQUIVALENT], 2, print)
-    real = outcomes[("real", STATIC)]
+def test_the_real_kernel_passes_the_static_tier():
+    real = runner.run_probe(None, STATIC)
     assert real.error is None and real.killed is False, real.error or real.evidence
-    assert len(real.ptx) == len(routing.VARIANT_KEYS)
-    for mutant in EQUIVALENT:
-        outcome = outcomes[(mutant.name, STATIC)]
-        assert outcome.error is None and outcome.killed is False, (mutant.name, outcome.error, outcome.evidence)
-        assert (outcome.ptx == real.ptx) == mutant.same_ptx, mutant.name
-        assert outcome.launches == real.launches, mutant.name
+    assert len(real.ptx) == len(routing.VARIANT_KEYS) and real.launches
 
 
 # b = 3 sent to a kernel of 3 warps (the generated set's routing.kernel_tokens.int_plus_one.1, as an edit here).
@@ -91,11 +75,12 @@ LAUNCH_MUTANTS = (catalog._mutant("token_kernels_at_b_3", "b = 3 sent to a kerne
                                   ("routing.py", "(rows == 2 and tile_n >= 2)", "(rows in (2, 3) and tile_n >= 2)")),)
 
 
-def test_a_mutant_of_what_route_launches_keeps_the_ptx_but_is_not_equivalent():
+def test_a_mutant_of_what_route_launches_keeps_the_ptx_but_not_the_launch_digest():
     """The kernel choice is host code: its mutants compile to the real kernel's PTX, and only the digest of what
-    route launches for each call shape tells them from an equivalent edit (the H100 gate at f189379 failed them).
-    Each is probed whole (no expected tier, so no --first-kill): the static tier's check of KERNELS against the
-    kernels route launches kills b = 3's kernel before any compile, which would leave no PTX digest to compare."""
+    route launches for each call shape tells them from an equivalent edit (the generated run's rule on these digests:
+    tests/test_mutants_generated_cpu.py). Each is probed whole (no expected tier, so no --first-kill): the static
+    tier's check of KERNELS against the kernels route launches kills b = 3's kernel before any compile, which would
+    leave no PTX digest to compare."""
     mutants = [replace(m, kills=frozenset()) for m in LAUNCH_MUTANTS]
     outcomes = runner._pool_run([(None, STATIC, ())] + [(m, STATIC, ()) for m in mutants], 2, print)
     real = outcomes[("real", STATIC)]
@@ -103,11 +88,6 @@ def test_a_mutant_of_what_route_launches_keeps_the_ptx_but_is_not_equivalent():
     for mutant in mutants:
         outcome = outcomes[(mutant.name, STATIC)]
         assert outcome.ptx == real.ptx and outcome.launches != real.launches, mutant.name
-    failures, _ = runner.verdicts(mutants, (STATIC,), outcomes)
-    assert not [f for f in failures if "equivalent" in f], failures
-    same = {**outcomes, (mutants[0].name, STATIC): real}
-    failures, _ = runner.verdicts(mutants[:1], (STATIC,), same)
-    assert [f for f in failures if "equivalent" in f], failures
 
 
 @pytest.mark.parametrize("mutant", STATIC_MUTANTS, ids=lambda m: m.name)
@@ -125,24 +105,6 @@ def test_every_contract_mutant_edits_the_contract_alone_and_says_why_a_tier_of_i
     assert mutants and all({e.target for e in m.edits} == {"contract.py"} for m in mutants)
     assert all(m.escapes for m in mutants if m.kills != set(CONTRACT_TIERS))
     assert all(m.tiers != CONTRACT_TIERS for m in STATIC_MUTANTS)
-
-
-def test_each_mutant_is_planned_under_its_familys_tiers_alone():
-    gpu = {(m.name, t) for m, t in runner.plan(CATALOG, TIERS, False) if m}
-    assert gpu == {(m.name, t) for m in CATALOG for t in m.tiers}
-    cpu = {(m.name, t) for m, t in runner.plan(CATALOG, runner.tiers_of("cpu"), False) if m}
-    assert cpu == {(m.name, t) for m in CATALOG for t in m.kills if t in CPU_TIERS}
-
-
-def test_a_contract_mutant_killed_in_its_tiers_passes_and_one_missed_in_a_declared_tier_fails():
-    mutant = next(m for m in CATALOG if m.name == "logits_alignment_after_devices")
-    real = {("real", t): runner.Outcome(t, False) for t in TIERS}
-    killed = {(mutant.name, t): runner.Outcome(t, True, ["a breach"]) for t in CONTRACT_TIERS}
-    failures, rows = runner.verdicts([mutant], TIERS, {**real, **killed})
-    assert failures == [] and rows[0]["not_run"] == [] and rows[0]["killed_by"] == list(CONTRACT_TIERS)
-    missed = {**killed, (mutant.name, CONTRACT_TIERS[1]): runner.Outcome(CONTRACT_TIERS[1], False)}
-    failures, _ = runner.verdicts([mutant], TIERS, {**real, **missed})
-    assert failures == [f"{mutant.name}: declared killed by ['{CONTRACT_TIERS[1]}'], which did not kill it"]
 
 
 def test_the_real_kernel_passes_the_contract_cpu_tier():
@@ -425,60 +387,3 @@ def test_a_kernel_call_that_raises_is_raised_not_killed(fake_gpu, monkeypatch):
     result = mutant_probe.differential("fake_fault", "the kernel call raises")
     assert not result["killed"] and result["raised"][0].startswith("case 1 ("), result
     assert not mutant_probe.replay([result["case"]])["killed"]
-
-
-def test_a_declared_tier_that_only_raised_fails_the_run_and_says_so():
-    mutant = next(m for m in CATALOG if m.name == "sigmoid_folded")
-    outcomes = {("real", STATIC): runner.Outcome(STATIC, False),
-                (mutant.name, STATIC): runner.Outcome(STATIC, False, [], ["variant: float arithmetic raised X"])}
-    failures, rows = runner.verdicts([mutant], (STATIC,), outcomes)
-    assert len(failures) == 1 and "a raise is not a kill" in failures[0]
-    assert rows[0]["raised_in"] == [STATIC] and "**raised** in static" in runner.table(rows)
-
-
-# ---------------------------------------------------------------------------------------------- reuse
-
-def test_a_mutants_definition_is_its_edit_and_changes_with_it():
-    mutant = next(m for m in CATALOG if m.name == "sum_from_first_pick")
-    assert runner.definition(mutant) == runner.definition(replace(mutant))
-    other = replace(mutant, edits=(replace(mutant.edits[0], new=mutant.edits[0].new.replace("[0]", "[1]")),))
-    assert runner.definition(other) != runner.definition(mutant)
-
-
-def _row(mutant, killed_by):
-    return {"mutant": mutant.name, "definition": runner.definition(mutant), "description": mutant.description,
-            "expected": sorted(mutant.kills), "killed_by": killed_by, "not_run": [], "raised_in": [], "case": None}
-
-
-def test_only_a_whole_kill_table_made_for_these_inputs_lends_its_killed_rows(monkeypatch):
-    first, second = CATALOG[0], CATALOG[1]
-    table = {"tier": "gpu", "inputs": {"kernel/routing.py": "a"},
-             "mutants": [_row(first, sorted(first.kills)), _row(second, [])]}
-    assert set(runner.reusable(table, {"kernel/routing.py": "a"})) == {first.name}
-    assert runner.reusable(table, {"kernel/routing.py": "b"}) == {}
-    assert runner.reusable({**table, "tier": "cpu"}, {"kernel/routing.py": "a"}) == {}
-
-
-def test_a_run_that_reuses_probes_only_the_real_kernel_and_the_mutants_it_cannot_reuse(monkeypatch, tmp_path):
-    mutants = [m for m in CATALOG if m.tiers == CONTRACT_TIERS][:1] + [m for m in CATALOG if STATIC in m.kills][:1]
-    inputs = {"kernel/contract.py": "x"}
-    table = tmp_path / "table.json"
-    table.write_text(__import__("json").dumps({"tier": "gpu", "inputs": inputs,
-                                                "mutants": [_row(mutants[0], sorted(mutants[0].kills))]}))
-    probed = []
-
-    def pool_run(work, jobs, log):
-        probed.extend((m.name if m else "real", t) for m, t, _ in work)
-        return {(m.name if m else "real", t): runner.Outcome(t, m is not None, ["a breach"] if m else [])
-                for m, t, _ in work}
-
-    monkeypatch.setattr(runner, "_pool_run", pool_run)
-    monkeypatch.setattr(runner, "cuda_reason", lambda: None)
-    monkeypatch.setattr(runner.freshness, "inputs", lambda: inputs)
-    monkeypatch.setattr(runner.provenance, "record", lambda: {"gpu": "a GPU", "commit": "c"})
-    record = runner.run("gpu", [m.name for m in mutants], report=None, log=lambda line: None, reuse=table)
-    assert record["verdict"] == "PASS", record["failures"]
-    assert {name for name, _ in probed} == {"real", mutants[1].name}
-    rows = {row["mutant"]: row for row in record["mutants"]}
-    assert [row["mutant"] for row in record["mutants"]] == [m.name for m in CATALOG if m in mutants]
-    assert rows[mutants[0].name]["reused"] and "reused" not in rows[mutants[1].name]

@@ -422,6 +422,20 @@ def test_a_device_mutant_that_changes_what_route_launches_also_meets_the_launch_
     assert run.classify(mutant) == want and run.rows[mutant.name]["plan"] == want
 
 
+def test_a_mutant_that_changes_only_what_route_launches_is_not_equivalent_by_its_digests():
+    """The kernel choice is host code that the launch digest reaches: a mutant of it keeps every variant's PTX, and
+    only the launch digest tells it from an equivalent edit (the probes' digests, compiled for real:
+    tests/test_mutants_cpu.py::test_a_mutant_of_what_route_launches_keeps_the_ptx_but_not_the_launch_digest)."""
+    real = {"ptx_sha256": {"v0": "p0", "v1": "p1"}, "launches_sha256": "L"}
+    mutant = _at(1)
+    for launches, verdict, plan in (("L", "equivalent", []), ("L'", "not_run", ["differential", "contract-gpu"])):
+        run = _Rows(mutant, [], {})
+        run.rows[mutant.name].update(reach={"decidable": True}, known_kill=None, refresh={"action": "probed"})
+        run._absorb([{"name": mutant.name, "ptx_sha256": {}, "launches_sha256": launches, "killed": False,
+                      "evidence": [], "raised": []}], real)
+        assert run.classify(mutant) == plan and run.rows[mutant.name]["verdict"] == verdict, launches
+
+
 @pytest.mark.parametrize("decidable,variants,want", [
     (True, ["metadata=True renormalize=True tokens=2"], ("--variants", "metadata=True renormalize=True tokens=2")),
     (True, None, ()),

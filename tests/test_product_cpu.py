@@ -45,8 +45,9 @@ def _cli(*args, env=None):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--only", "nosuch"], "--only: no mutant named nosuch"),
-    (["--jobs", "0"], "--jobs: must be an integer in 1..64"),
+    ([], "the following arguments are required: command"),
+    (["generated", "--only", "nosuch"], "--only: no generated mutant named nosuch"),
+    (["generated", "--jobs", "0"], "--jobs: must be an integer in 1..64"),
     (["replay", "no/such/case.json"], "paths: no such file: no/such/case.json"),
 ])
 def test_mutants_cli_misuse_is_one_line_and_exit_2(args, message):
@@ -61,7 +62,7 @@ def test_mutants_cli_needs_cuda_for_the_gpu_tier_and_replay_has_help():
     reason = _cli("-c", "from common.provenance import cuda_reason; print(cuda_reason())", env=no_cuda)
     reason = reason.stdout.strip()
     assert reason not in ("", "None"), "CUDA still usable with CUDA_VISIBLE_DEVICES=\"\""
-    for args in (["--tier", "gpu"], ["replay"]):
+    for args in (["generated", "--tier", "gpu"], ["replay"]):
         result = _cli("-m", "properties.mutants", *args, env=no_cuda)
         assert result.returncode == 2 and result.stderr.count("\n") == 1 and reason in result.stderr
 

@@ -119,7 +119,7 @@ def test_an_index_without_results_says_which_command_fills_each_section(tmp_path
     page = Page(html)
     assert {name for name, _, _ in index.SECTIONS} <= page.ids
     text = " ".join(page.text)
-    for command in ("make verify", "make bench", "make mutants", "make harness-mutants", "make soak"):
+    for command in ("make verify", "make bench", "make evidence", "make harness-mutants", "make soak"):
         assert f"run {command}" in text
 
 

@@ -79,8 +79,9 @@ def test_a_harness_mutant_run_of_no_mutant_fails(monkeypatch):
 
 
 def test_a_kernel_mutant_run_that_probed_no_mutant_fails():
-    kernel, contract = ["static", "differential"], ["contract-cpu", "contract-gpu"]
-    assert not ran_a_mutant({"mutants": [{"tiers": kernel, "not_run": kernel}, {"tiers": contract, "not_run": contract}]})
+    untouched = {"tiers": {}, "prefilter": None, "verdict": "not_run"}
+    assert not ran_a_mutant({"mutants": [untouched, {**untouched, "prefilter": {"compiled": 0}}]})
     assert not ran_a_mutant({"mutants": []})
-    assert ran_a_mutant({"mutants": [{"tiers": kernel, "not_run": kernel}, {"tiers": kernel, "not_run": ["differential"]}]})
-    assert ran_a_mutant({"mutants": [{"tiers": contract, "not_run": ["contract-gpu"]}]})
+    assert ran_a_mutant({"mutants": [untouched, {**untouched, "prefilter": {"compiled": 2}}]})
+    assert ran_a_mutant({"mutants": [untouched, {**untouched, "tiers": {"differential": {"killed": False}}}]})
+    assert ran_a_mutant({"mutants": [untouched, {**untouched, "verdict": "killed"}]})  # kept from a resumed record

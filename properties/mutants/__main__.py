@@ -1,24 +1,17 @@
-"""`make mutants`: edit the real kernel's source in known-wrong ways and show that `make verify`'s checks
-catch every edit (the catalog: properties/mutants/catalog.py).
+"""The kernel's mutants: edits of the real kernel's source that the checks must catch.
 
-    python -m properties.mutants [--tier cpu|gpu|auto] [--only NAME ...] [--all] [--jobs N] [--report PATH]
-                                 [--reuse TABLE]
-    python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
     python -m properties.mutants generated [--tier cpu|gpu|auto] [--only NAME ...] [--jobs N] [--out PATH]
                                            [--resume PATH] [--evidence] [--reviewed NAME ...] [--seconds S] [--list]
-                                           (the mutants generated from the kernel's code: generate.py, generated.py;
-                                           --evidence refreshes the committed evidence record, freshness.py)
+                                           (the mutants generated from the kernel's code, the hand-written ones
+                                           among them: generate.py, generated.py; --evidence refreshes the
+                                           committed evidence record, freshness.py: `make evidence`)
+    python -m properties.mutants replay [PATH ...]      (GPU; default: every file in corpora/mutants/)
 
-``--tier cpu`` runs the CPU tiers on the mutants that declare them: static for the kernel's mutants
-(``--all``: on every kernel mutant), contract-cpu for the contract's; ``--tier gpu`` runs every tier of its
-family on every mutant (static and differential, or contract-cpu and contract-gpu), minimises each
-differential kill and saves it to
-reports/mutants/<mutant>.json (a case file, the mutant's outputs recorded as "mutant:<name>"; `make
-mutants-corpus` copies them into the committed corpora/mutants/). Misuse (an
-unknown mutant, the GPU tier or replay without CUDA, a missing case file or one that is not a case file, a
-selection that runs no mutant in the chosen tier, a --report naming a folder) gives one line and exit 2
-before anything runs. Exit 1 when a mutant survives a declared tier, the real kernel fails, or no mutant was
-run after all.
+The differential tier minimises each kill and saves it to reports/mutants/<mutant>.json (a case file, the
+mutant's outputs recorded as "mutant:<name>"; `make mutants-corpus` copies them into the committed
+corpora/mutants/). Misuse (no or an unknown command, an unknown mutant, the GPU tier or replay without CUDA, a
+missing case file or one that is not a case file) gives one line and exit 2 before anything runs. Exit 1 when a
+mutant survives, the real kernel fails, or no mutant was run after all.
 """
 
 import argparse
@@ -28,7 +21,6 @@ import sys
 from common.provenance import cuda_reason
 from properties.engine import casefile
 from properties.mutants import runner
-from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
 from common import args as types
 from common import interrupts
@@ -38,11 +30,14 @@ MAX_JOBS = 64
 
 
 def ran_a_mutant(record):
-    """Whether any mutant of ``record`` (runner.run's) was probed in at least one tier."""
-    return any(set(row["tiers"]) - set(row["not_run"]) for row in record["mutants"])
+    """Whether any mutant of ``record`` (generated.run's) was compiled or probed, or holds a verdict."""
+    return any(row["tiers"] or (row["prefilter"] or {}).get("compiled") or row["verdict"] != "not_run"
+               for row in record["mutants"])
 
 
 def _replay(argv):
+    from properties.mutants import generate, generated
+
     parser = OneLineParser(prog="mutants replay", description="Replay saved minimal cases on the GPU: the real kernel "
                      "must match the model on all of them, each file's mutant must not.")
     parser.add_argument("paths", nargs="*", type=types.existing_file,
@@ -58,7 +53,7 @@ def _replay(argv):
             parser.error(f"cannot read {exc}")
     if cuda_reason():
         parser.error(f"replay runs the kernel: {cuda_reason()}")
-    return 0 if runner.replay(paths) else 1
+    return 0 if runner.replay(paths, generate.generate(generated.KERNEL_DIR), generated._copy) else 1
 
 
 def _generated(argv):
@@ -113,54 +108,23 @@ def _generated(argv):
         parser.error(f"--reviewed: not a listed equivalent: {', '.join(unknown)} (properties/mutants/equivalents.py)")
     data = generated.run(args.only, args.tier, args.jobs, args.out, args.resume, seconds=args.seconds,
                          reviewed=args.reviewed)
-    ran = any(r["tiers"] or (r["prefilter"] or {}).get("compiled") for r in data["mutants"])
-    if not ran and not any(r["verdict"] != "not_run" for r in data["mutants"]):
+    if not ran_a_mutant(data):
         print("mutants generated: NOTHING RUN: no mutant was probed (exit 1)")
         return 1
     return 0 if data["verdict"] == "PASS" else 1
 
 
+COMMANDS = {"generated": _generated, "replay": _replay}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["replay"]:
-        return _replay(argv[1:])
-    if argv[:1] == ["generated"]:
-        return _generated(argv[1:])
+    if argv[:1] and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]](argv[1:])
     parser = OneLineParser(prog="mutants", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tier", choices=("cpu", "gpu", "auto"), default="auto")
-    parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")
-    parser.add_argument("--all", action="store_true", help="CPU tier: run the static checks on every mutant")
-    parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
-                        help="probes at a time (default: one per core)")
-    parser.add_argument("--report", type=types.output_file, default=runner.DEFAULT_REPORT)
-    parser.add_argument("--reuse", type=types.existing_file, default=None, metavar="TABLE",
-                        help="GPU tier: keep this kill table's rows for mutants whose edit and inputs are unchanged")
-    args = parser.parse_args(argv)
-    unknown = sorted(set(args.only) - {m.name for m in CATALOG})
-    if unknown:
-        parser.error(f"--only: no mutant named {', '.join(unknown)} (see properties/mutants/catalog.py)")
-    if args.tier == "gpu" and cuda_reason():
-        parser.error(f"--tier gpu: {cuda_reason()}")
-    tier = args.tier if args.tier != "auto" else "cpu" if cuda_reason() else "gpu"
-    if args.reuse is not None:
-        if tier != "gpu":
-            parser.error(f"--reuse: a kill table's rows are reused by the GPU tier alone, not --tier {tier}")
-        try:
-            table = types.read_json_object(args.reuse)
-        except argparse.ArgumentTypeError as exc:
-            parser.error(f"--reuse: {exc}")
-        if not isinstance(table.get("mutants"), list) or "inputs" not in table:
-            parser.error(f"--reuse: {args.reuse} is not a kill table (no mutants and inputs)")
-    selected = [m for m in CATALOG if not args.only or m.name in args.only]
-    tiers = runner.tiers_of(tier)
-    if not any(mutant for mutant, _ in runner.plan(selected, tiers, args.all)):
-        parser.error(f"{'--only ' + ' '.join(args.only) if args.only else 'the catalog'}: no mutant of the selection is run by --tier {tier} "
-                     f"(tiers {', '.join(tiers)}; --all runs the static checks on every mutant)")
-    record = runner.run(args.tier, args.only, args.all, args.jobs, str(args.report), reuse=args.reuse)
-    if not ran_a_mutant(record):
-        print("mutants: NOTHING RUN: no mutant was probed (exit 1)")
-        return 1
-    return 0 if record["verdict"] == "PASS" else 1
+    parser.add_argument("command", choices=tuple(COMMANDS), help="the generated run, or the replay of saved cases")
+    parser.parse_args(argv[:1])  # no command, or not one of COMMANDS: one line and exit 2 (--help: the usage)
+    return 2
 
 
 if __name__ == "__main__":

@@ -11,12 +11,10 @@ into a fresh folder and applying its edits (an edit whose old text does not occu
 a refactor of the kernel must not silently disarm a mutant). A mutant declares the tiers expected to kill it
 (properties/mutants/probe.py: "static" runs the codegen checks on any CPU, "differential" routes the
 adversarial rows on the GPU; "contract-cpu" and "contract-gpu" run the contract property of
-properties/contract/ with CPU and with CUDA tensors); every declared tier must kill it. A mutant that no
-output can show (an fma with a -0.0 addend, sigmoid's constant folded) is declared static only; a contract
+properties/contract/ with CPU and with CUDA tensors): the CPU tests hold its CPU tiers to it
+(tests/test_mutants_cpu.py); the generated run, which yields these as its "hand" mutants, needs some tier to
+kill it. A mutant that no output can show (sigmoid's constant folded) is declared static only; a contract
 mutant one of whose tiers cannot reach its clause says why (``escapes``).
-
-EQUIVALENT lists edits that look like bugs but cannot change the kernel, each with the reason; they are not
-run and not counted, but their edits must still apply.
 """
 
 import shutil
@@ -29,8 +27,6 @@ TARGETS = ("routing.py", "primitives.py", "contract.py")
 STATIC, DIFFERENTIAL = "static", "differential"
 CONTRACT_CPU, CONTRACT_GPU = "contract-cpu", "contract-gpu"
 KERNEL_TIERS, CONTRACT_TIERS = (STATIC, DIFFERENTIAL), (CONTRACT_CPU, CONTRACT_GPU)
-TIERS = KERNEL_TIERS + CONTRACT_TIERS
-CPU_TIERS = (STATIC, CONTRACT_CPU)  # the tiers any machine runs
 
 
 class MutantEditError(RuntimeError):
@@ -52,8 +48,7 @@ class Mutant:
     description: str
     edits: tuple
     kills: frozenset  # the tiers expected to kill it
-    reason: str = ""  # for EQUIVALENT entries: why no check can tell it from the kernel
-    same_ptx: bool = False  # for EQUIVALENT entries: it compiles to the real kernel's PTX
+    reason: str = ""  # why no generated operator makes it
     escapes: str = ""  # why a tier of its family (``tiers``) that it does not declare cannot kill it
 
     @property
@@ -62,8 +57,8 @@ class Mutant:
         return CONTRACT_TIERS if {e.target for e in self.edits} == {C} else KERNEL_TIERS
 
 
-def _mutant(name, description, kills, *edits, reason="", same_ptx=False, escapes=""):
-    return Mutant(name, description, tuple(Edit(*e) for e in edits), frozenset(kills), reason, same_ptx, escapes)
+def _mutant(name, description, kills, *edits, reason="", escapes=""):
+    return Mutant(name, description, tuple(Edit(*e) for e in edits), frozenset(kills), reason, escapes)
 
 
 R, P, C = "routing.py", "primitives.py", "contract.py"
@@ -229,18 +224,6 @@ EXPRESSED = {
     "last_key_unchecked": ("contract.CheckedCalls.get.compare_flip.0",),
 }
 
-EQUIVALENT = (
-    _mutant("neg_zero_as_pos_zero", "-0.0 keyed as +0.0 (the canonicalisation the kernel leaves out)", (),
-            (R, "    bits = c.bitcast(Uint32)\n",
-             "    bits = c.bitcast(Uint32)\n    bits = _select(bits == Uint32(SIGN_BIT), Uint32(0), bits)\n"),
-            reason="c = s + bias is never -0.0: s >= +0.0 and a round-to-nearest add gives -0.0 only for "
-                   "(-0.0) + (-0.0)"),
-    _mutant("popped_slot_neg_inf", "a popped slot keyed as -inf instead of 0", (),
-            (R, "[_select(won, Uint64(0), words[-1])]", "[_select(won, Uint64(0x007FFFFF << KEY_SHIFT), words[-1])]"),
-            reason="a lane pops at most 7 times (TOP_K - 1) and holds 8 words, so a popped slot never reaches the "
-                   "head: the value is dead, and the compiler drops it (the PTX is the real kernel's)", same_ptx=True),
-)
-
 
 # ---------------------------------------------------------------------------------------------- making a mutant
 
@@ -265,14 +248,14 @@ def mutated_sources(mutant):
     return texts
 
 
-def check_catalog(mutants=CATALOG + EQUIVALENT):
-    """Every name unique, every declared tier one of its family's, a tier of its family left undeclared only
-    with the reason it escapes, every edit applying exactly once (MutantEditError)."""
+def check_catalog(mutants=CATALOG):
+    """Every name unique, at least one tier declared and each one of its family's, a tier of its family left
+    undeclared only with the reason it escapes, every edit applying exactly once (MutantEditError)."""
     names = [m.name for m in mutants]
     if len(set(names)) != len(names):
         raise MutantEditError(f"duplicate mutant names in {names}")
     for mutant in mutants:
-        if not mutant.kills <= set(mutant.tiers) or (not mutant.kills and not mutant.reason):
+        if not mutant.kills or not mutant.kills <= set(mutant.tiers):
             raise MutantEditError(f"mutant {mutant.name}: kills {set(mutant.kills)} must name tiers of "
                                   f"{mutant.tiers}")
         if mutant.tiers == CONTRACT_TIERS and (set(mutant.tiers) - mutant.kills) and not mutant.escapes:

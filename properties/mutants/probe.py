@@ -4,7 +4,7 @@
                                        --result PATH --name NAME [--description TEXT] [--first-kill] [--case PATH ...]
                                        [--known PATH ...] [--variants NAME ...] [--part NAME]
 
-Started by properties/mutants/runner.py with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
+Started by properties/mutants/runner.py (run_probe) with PYTHONPATH=<the copy's folder>:<repository>:<repository>/tests;
 it first checks that ``kernel.routing`` is the copy in --kernel-dir. Writes {"killed": bool, "evidence":
 [...], "raised": [...], "case": the killing case or null} to --result
 (the case: a case file's path for differential, {"variant": key or null} for static, {"part": name} for the
@@ -28,7 +28,7 @@ contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py:
 checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors, or the part
 named by --part alone; killed means route treated a call otherwise than the contract's predicate says.
 The static result also holds each variant's PTX digest and the digest of what route launches for each call shape,
-so the runner can tell a mutant that compiles to the real kernel and launches it alike.
+so the generated run can tell a mutant that compiles to the real kernel and launches it alike.
 
 Every case is a RoutingCase run through the engine (properties/engine/device.py: outputs poisoned in buffers
 larger than the contract's, compared bit for bit); the minimal case is saved as a case file with the model's

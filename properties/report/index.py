@@ -10,7 +10,8 @@ SECTIONS = (
     ("verify", "Verdict", "make verify"),
     ("bench", "Benchmarks", "make bench"),
     ("ulp", "Weight differences in ulp", "make bench; per-implementation verdicts in reports/verdict-*.json"),
-    ("mutants", "Kernel mutants", "make mutants (or make verify on a GPU)"),
+    ("mutants", "Kernel mutants", "make evidence (its record is not drawn here: this section shows the kill tables "
+                                  "recorded before it, properties/results/mutants-*.json)"),
     ("harness_mutants", "Harness mutants", "make harness-mutants"),
     ("soak", "Soak", "make soak"),
 )

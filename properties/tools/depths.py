@@ -1,7 +1,7 @@
 """The deep tests: the tests that leave the default gate (`make verify`) for `make verify-deep`, each with what it
 catches and what still catches that by default, or why the deep tests alone are enough.
 
-Two kinds. DEEP: the kill tables, the long sweeps and end-to-end runs whose catch a default test still makes;
+Two kinds. DEEP: the hand-written mutants' CPU tiers, the long sweeps and end-to-end runs whose catch a default test still makes;
 they leave `make test` too. SELF_TESTS: the harness's slow end-to-end self-tests (its commands run in
 subprocesses on the model or a planted fault, never on the kernel, so no kernel change can change their outcome);
 `make test` (CI, every commit) still runs them, the gate a kernel engineer runs before each commit does not.
@@ -22,7 +22,7 @@ from common.args import OneLineParser
 DEEP_MARKER, SELF_TEST_MARKER = "deep", "selftest"
 # `make test`'s marker expression (the Makefile spells it; a CPU test holds them equal): default tests and self-tests
 MAKE_TEST = f"not {DEEP_MARKER} or {SELF_TEST_MARKER}"
-KILL_TABLE_ALONE = ("the evidence record alone: a mutant is a wrong kernel that every default check must catch, and "
+EVIDENCE_ALONE = ("the evidence record alone: a mutant is a wrong kernel that every default check must catch, and "
                     "the gate reports whether the committed evidence record was made for this tree")
 
 
@@ -43,15 +43,15 @@ class Deep:
 
 DEEP = (
     Deep("tests/test_mutants_cpu.py::test_the_static_tier_kills",
-         "a codegen mutant that the static checks miss, on any CPU", KILL_TABLE_ALONE),
+         "a codegen mutant that the static checks miss, on any CPU", EVIDENCE_ALONE),
     Deep("tests/test_mutants_cpu.py::test_the_contract_cpu_tier_kills",
-         "a contract mutant that the contract property with CPU tensors misses", KILL_TABLE_ALONE),
-    Deep("tests/test_mutants_cpu.py::test_the_real_kernel_passes_the_static_tier_and_the_equivalent_edits_escape_it",
-         "a real kernel failing the mutants' static probe; an equivalent edit that stopped being one",
+         "a contract mutant that the contract property with CPU tensors misses", EVIDENCE_ALONE),
+    Deep("tests/test_mutants_cpu.py::test_the_real_kernel_passes_the_static_tier",
+         "a real kernel failing the mutants' static probe",
          "tests/test_kernel_static_cpu.py checks the real kernel's every variant directly"),
-    Deep("tests/test_mutants_cpu.py::test_a_mutant_of_what_route_launches_keeps_the_ptx_but_is_not_equivalent",
-         "the catalog's equivalence rule forgetting what route launches (compiled for real)",
-         "tests/test_mutants_cpu.py's verdict tests check the rule on stated outcomes"),
+    Deep("tests/test_mutants_cpu.py::test_a_mutant_of_what_route_launches_keeps_the_ptx_but_not_the_launch_digest",
+         "the probe's launch digest missing what route launches (compiled for real)",
+         "tests/test_mutants_generated_cpu.py::test_a_mutant_that_changes_only_what_route_launches_is_not_equivalent_by_its_digests"),
     Deep("tests/test_mutants_cpu.py::test_the_real_kernel_passes_the_contract_cpu_tier",
          "a real contract failing the mutants' contract probe",
          "tests/test_contract_property_cpu.py runs the same property on the real contract"),
