@@ -24,8 +24,8 @@ duration (one ncu pass over eager launches). The eager route() call is timed on 
 beside it the floor under any launch issued from Python (properties/bench/floor.py: an empty kernel launched
 through ctypes into the driver). The speed check's section (properties/bench/speed_record.py): ``--speed-rounds``
 processes, one after the other, each timing every shape of the kernel (properties/bench/speed.py), their
-median per shape the reference, twice their widest spread the margin. Every measurement is recorded, or its error: one failure does
-not stop the run. Set GIT_COMMIT on a machine whose copy of the tree has no .git.
+median per shape the reference, twice their widest spread the margin. Every measurement is recorded, or its
+error: one failure does not stop the run. Set GIT_COMMIT on a machine whose copy of the tree has no .git.
 """
 
 import argparse

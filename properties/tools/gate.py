@@ -522,7 +522,8 @@ def _run(args, pytest_args):
             reasons = [f"interrupted by {interrupted} during {ticker.part} after {seconds:.0f} s "
                        f"({progress.describe(so_far)})"]
             record = {"verdict": INCOMPLETE, "reasons": reasons, "failures_so_far": so_far["failures"],
-                      "not_finished": [p for p in PARTS if p not in parts], **base}
+                      "not_finished": [p for p in PARTS if p not in parts and (args.deep or p != "speed check")],
+                      **base}
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
                               gpu_reason, parts["mufu tables"], plugins, parts["kill table"], args.require_fresh,

@@ -88,6 +88,10 @@ def _worst(figures, reference):
     return max(changes) if changes else None
 
 
+def _change(worst):
+    return "n/a" if worst is None else f"{worst[1]} {worst[0]:+.1%}"
+
+
 def check(args, gpu):
     """The speed check of args.kernel (None: the kernel) on this GPU: (exit status, the JSON outcome)."""
     from properties.bench import speed
@@ -142,12 +146,9 @@ def mutants(args, gpu):
                    "worst_vs_record": _worst(figures, reference), "worst_vs_kernel_now": _worst(figures, kernel_now)
                    if len(kernel_now) == len(SHAPES) else None}
             rows.append(row)
-            worst = row["worst_vs_record"]
             print(f"  {'CAUGHT' if outcome.status == FAIL else 'missed'} {mutant.name}: slowest shape "
-                  f"{'none measured' if worst is None else f'{worst[1]} {worst[0]:+.1%}'} against {path} (margin "
-                  f"{margin:.1%}); against the kernel now "
-                  f"{'n/a' if row['worst_vs_kernel_now'] is None else '{1} {0:+.1%}'.format(*row['worst_vs_kernel_now'])}",
-                  flush=True)
+                  f"{_change(row['worst_vs_record'])} against {path} (margin {margin:.1%}); against the kernel now "
+                  f"{_change(row['worst_vs_kernel_now'])}", flush=True)
     caught = sum(r["status"] == FAIL for r in rows)
     print(f"speed check on the time-only mutants: {caught} of {len(rows)} caught ({gpu}, {path}, margin {margin:.1%}); "
           f"{errors} not measured in full")
