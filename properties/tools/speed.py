@@ -114,17 +114,17 @@ def mutants(args, gpu):
     from kernel import routing
     from properties.bench import speed
 
-    found = speed_record.pick(read_records(args.record), gpu)
-    if found is None:
-        line = f"no bench record with a {speed_record.SECTION} section names {gpu}: the mutants are not checked"
-        print(f"speed check: {NOT_CHECKED.upper()}: {line}")
-        return NOT_CHECKED_EXIT, {"gpu": gpu, "status": NOT_CHECKED, "lines": [line]}
-    path, record = found
     try:
+        found = speed_record.pick(read_records(args.record), gpu)
+        if found is None:
+            line = f"no bench record with a {speed_record.SECTION} section names {gpu}: the mutants are not checked"
+            print(f"speed check: {NOT_CHECKED.upper()}: {line}")
+            return NOT_CHECKED_EXIT, {"gpu": gpu, "status": NOT_CHECKED, "lines": [line]}
+        path, record = found
         reference, margin = speed_record.reference_and_margin(record, path)
     except speed_record.RecordError as exc:
         print(f"speed check: {FAIL.upper()}: {exc}")
-        return 1, {"gpu": gpu, "status": FAIL, "record": path, "lines": [str(exc)]}
+        return 1, {"gpu": gpu, "status": FAIL, "lines": [str(exc)]}
     routing.prepare(True)
     now = speed.measure(routing.route)
     kernel_now = {(n, b): now[n][str(b)] for n, b in SHAPES if not isinstance(now[n].get(str(b)), dict)}
