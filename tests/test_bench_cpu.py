@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from properties.bench import cli, harness, host_clock, ncu, timing
-from properties.bench import results_file
+from properties.bench import results_file, speed_record
 from properties.bench.results_file import VARIANT_NAMES
 
 from helpers import DIV_PAIRS, PRIMITIVES_SWEPT
@@ -254,11 +254,15 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
         **parts, "compiled_call_us": 1.0 if name == "cute" else 1.5, "calls": calls})
     monkeypatch.setattr(cli, "launch_floor", lambda calls: {"cuLaunchKernel_us": 2.0, "cuLaunchKernelEx_pdl_us": 2.5,
                                                             "calls": calls})
+    rounds = [{n: {str(b): 1.0 + r / 100 for m, b in speed_record.SHAPES if m == n} for n in speed_record.VARIANTS}
+              for r in range(3)]
+    asked = []
+    monkeypatch.setattr(cli, "speed_rounds", lambda n, gpu: asked.append(gpu) or speed_record.section(rounds[:n], "x"))
     record = tmp_path / "verify.json"
     record.write_text(json.dumps({"tier": "cpu", "verdict": "PASS", "seconds_total": 40.0}))
     out = tmp_path / "bench.json"
     rc = cli.main(["--out", str(out), "--b", "1", "8", "--no-ncu", "--harness-seconds", "0.01",
-                     "--verify-record", str(record)])
+                     "--verify-record", str(record), "--speed-rounds", "3"])
     eager_calls = cli.parse_args([]).eager_calls  # the run's eager figures use the CLI's default
     committed = {e["calls"] for bs in json.loads(RESULTS.read_text())["eager"].values() for e in bs.values()}
     assert committed == {eager_calls}, "the committed record's eager means (the results README's eager table) " \
@@ -267,6 +271,8 @@ def test_the_run_assembles_a_complete_results_file(tmp_path, monkeypatch, capsys
     assert rc == 1 and [e["what"] for e in results["errors"]] == ["graph torch b=8"]
     assert results["graph"]["torch"]["8"] == {"error": "RuntimeError: planted failure"}
     assert results["graph"]["cute"]["1"]["median_us"] == 3.5
+    assert results[speed_record.SECTION]["rounds"] == 3 and results[speed_record.SECTION]["margin"] > 0
+    assert asked == [synthetic(BASE)["provenance"]["gpu"]]  # the rounds must run on the bench's GPU
     chain = results["pdl_chain"]["flashinfer"]["8"]
     assert chain["median_us"] == (chain_us + 4.0) / 2 - (producer_us + 0.5)
     assert results["verify"]["cute_meta"]["8"] == {"graph": "ok", "pdl_chain": "ok"}

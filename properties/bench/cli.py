@@ -5,6 +5,7 @@ for b = 1..8 tokens, and the harness's own throughput. Results go to one JSON fi
     python -m properties.bench --readme-table FILE [--update-readme]   # the tables of properties/results/README.md
     python -m properties.bench --time-verify [--out FILE]              # `make verify`'s wall time on this machine
                                                                        # (default reports/verify-time.json)
+    python -m properties.bench --speed-rounds N ...                    # the speed check's rounds (default 5)
 
 Nothing committed is written unless the command line names it: the committed record is refreshed with
 ``--out properties/results/bench.json`` (``make bench BENCH_OUT=...``), the README tables with
@@ -21,13 +22,18 @@ or the ids for FlashInfer alone, after letting dependents launch) before every r
 (producer + routing) minus the producer alone. Nsight Compute, where it runs, gives each kernel's own
 duration (one ncu pass over eager launches). The eager route() call is timed on the host with its parts, the
 same call through the torch op (torch.ops.musespark.route, kernel/op.py) beside it, and the floor under any launch
-issued from Python (properties/bench/floor.py: an empty kernel launched through ctypes into the driver). Every measurement is recorded, or its error: one failure does
-not stop the run. Set GIT_COMMIT on a machine whose copy of the tree has no .git.
+issued from Python (properties/bench/floor.py: an empty kernel launched through ctypes into the driver). The speed
+check's section (properties/bench/speed_record.py): ``--speed-rounds`` processes, one after the other, each timing
+every shape of the kernel (properties/bench/speed.py), their median per shape the reference, twice their widest
+spread the margin. Every measurement is recorded, or its error: one failure does not stop the run. Set GIT_COMMIT
+on a machine whose copy of the tree has no .git.
 """
 
 import argparse
 import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,7 +45,7 @@ from common import interrupts
 from oracles.flashinfer_routing import build
 from common.provenance import REPO_ROOT, host, nvidia_smi, version
 from common.provenance import record as provenance_record
-from properties.bench import results_file
+from properties.bench import results_file, speed_record
 from properties.bench.floor import launch_floor
 from properties.bench.harness import cpu_model_rate, exhaustive_sweep, gpu_differential_rate, time_verify, verify_record
 from properties.bench.ncu import ncu_workload, run_ncu
@@ -52,6 +58,7 @@ from common.args import OneLineParser
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench.json"
 DEFAULT_VERIFY_OUT = REPO_ROOT / "reports" / "verify-time.json"
 MAX_COUNT = 10**7  # launches, replays and calls: far above any useful figure, far below an endless run
+MAX_SPEED_ROUNDS = 100
 # Queried one at a time: a field this driver's nvidia-smi lacks costs only its own entry.
 CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "clocks.applications.graphics",
                 "pstate", "temperature.gpu", "power.draw", "clocks_event_reasons.active")
@@ -124,6 +131,9 @@ def run(args):
         print(f"  b={b}: " + ", ".join(f"{n} {_short(measured['graph'][n])}" for n in VARIANT_NAMES), flush=True)
         if first_problem is None:
             first_problem = problem
+    if args.speed_rounds:
+        results[speed_record.SECTION] = rec.attempt("speed check rounds", speed_rounds, args.speed_rounds,
+                                                    results["provenance"]["gpu"])
     results["launch_floor"] = rec.attempt("launch floor", launch_floor, args.eager_calls)
     results["provenance"]["clocks"]["after_timing"] = clocks()
     results["resources"] = resources(rec, first_problem)
@@ -145,6 +155,32 @@ def run(args):
     print(rec.attempt("results table", results_file.readme_table, results))
     print(f"{len(rec.errors)} measurement errors; {results['seconds']} s; results in {out}")
     return 1 if rec.errors else 0
+
+
+SPEED_ROUND = "properties.bench.speed"
+SPEED_ROUND_TIMEOUT_S = 600
+
+
+def speed_rounds(rounds, gpu):
+    """The speed check's section (properties/bench/speed_record.py): ``rounds`` runs of ``python -m
+    properties.bench.speed``, each a process of its own, one after the other; RuntimeError naming a round that
+    failed or ran on another GPU."""
+    figures, method = [], None
+    with tempfile.TemporaryDirectory() as folder:
+        for i in range(rounds):
+            out = Path(folder) / f"round-{i}.json"
+            done = subprocess.run([sys.executable, "-m", SPEED_ROUND, "--out", str(out)], cwd=REPO_ROOT,
+                                  capture_output=True, text=True, timeout=SPEED_ROUND_TIMEOUT_S)
+            if done.returncode:
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"speed round {i + 1} of {rounds} exited {done.returncode}: {last}")
+            made = json.loads(out.read_text())
+            if made["gpu"] != gpu:
+                raise RuntimeError(f"speed round {i + 1} ran on {made['gpu']}, not {gpu}")
+            figures.append(made["figures_us"])
+            method = made["method"]
+            print(f"  speed round {i + 1} of {rounds}: done", flush=True)
+    return speed_record.section(figures, method)
 
 
 def _short(entry):
@@ -203,12 +239,17 @@ def parse_args(argv):
     parser.add_argument("--ncu-launches", type=count, default=3, help="profiled launches per variant and b")
     parser.add_argument("--harness-seconds", type=types.number(above=0, maximum=3600), default=3.0,
                         help="time per harness throughput figure")
+    parser.add_argument("--speed-rounds", type=types.integer(0, MAX_SPEED_ROUNDS), default=5,
+                        help="processes that each time every shape for the speed check's reference and margin "
+                             "(0: none, the record then holds no speed section)")
     parser.add_argument("--verify-record", action="append", default=[], type=types.json_object_file,
                         help="a --time-verify record (or several) to include")
     args = parser.parse_args(argv)
     if args.local_expert_offset + args.num_local_experts > EXPERTS:
         parser.error(f"--local-expert-offset + --num-local-experts must be at most {EXPERTS}, got "
                      f"{args.local_expert_offset} + {args.num_local_experts}")
+    if args.speed_rounds == 1:
+        parser.error("argument --speed-rounds: a margin needs at least 2 rounds (0 for none), got 1")
     if args.update_readme and not args.readme_table:
         parser.error("--update-readme needs --readme-table FILE")
     if args.update_readme and results_file.README_BLOCK.read(RESULTS_README.read_text()) is None:

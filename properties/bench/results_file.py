@@ -8,6 +8,7 @@ import statistics
 
 from kernel.layout import MAX_TOKENS
 from common.markdown_block import Block
+from properties.bench.speed_record import SECTION as SPEED_SECTION
 
 SCHEMA = "kernel.bench/1"
 
@@ -382,11 +383,24 @@ def harness_table(results):
     return lines
 
 
+def speed_lines(results):
+    """Markdown lines: the speed check's reference and margin (properties/bench/speed_record.py), or nothing for a
+    file without them."""
+    part = results.get(SPEED_SECTION)
+    if not part:
+        return []
+    if "error" in part:
+        return ["", f"Speed check: no reference measured ({part['error']})."]
+    return ["", f"Speed check (python -m properties.tools.speed, in make verify-deep): a shape fails when slower than "
+                f"its reference here by more than {part['margin']:.1%}; {part['how']} (the widest: "
+                f"{part['spread']['shape']}, {part['spread']['relative']:.2%}); a figure is {part['method']}."]
+
+
 def readme_table(results):
     """The README's benchmark section body (markdown) for one results file."""
     check_schema(results)
     lines = [f"Measured on {_provenance_line(results)}.", ""]
     lines += timing_tables(results) + [""] + information_table(results) + target_tables(results) + eager_table(results)
-    lines += ncu_table(results) + [""] + resource_table(results) + [""] + harness_table(results)
+    lines += ncu_table(results) + [""] + resource_table(results) + [""] + harness_table(results) + speed_lines(results)
     return "\n".join(lines) + "\n"
 

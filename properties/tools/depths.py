@@ -117,6 +117,11 @@ DEEP = (
     Deep("tests/test_soak_cpu.py::test_two_gloo_ranks_share_the_work_and_gather_counts_and_failures",
          "two soak ranks that do not share the work or gather their counts (torch.distributed, gloo)",
          "deep alone: the soak's single-rank counts are checked by default; ranks are for many-GPU hosts"),
+    Deep("tests/test_bench_speed_gpu.py",
+         "a speed check that cannot fail (it passes the planted kernel, which keeps every bit and spins 2 µs more) "
+         "or fails the real kernel measured again; bench rounds that make no section the check reads",
+         "deep alone: the speed check itself runs in make verify-deep alone (the gate's step after the deep tests); "
+         "tests/test_bench_speed_cpu.py checks its decision on stated figures by default"),
     Deep("tests/test_memcheck_gpu.py",
          "an access out of bounds that no output shows (a store one word past a shared array), under memcheck",
          "deep alone: no output comparison can see it; the generated mutants' differential tier runs memcheck on "

@@ -5,10 +5,12 @@
 
 Depth: by default the tests not marked ``deep`` (every check that can catch a wrong kernel, oracle, model or
 harness change); --deep runs the tests marked ``deep`` alone (the long sweeps, the harness's slow end-to-end
-self-tests). The kernel's committed evidence record (properties/mutants/freshness.py) is read either way and
-reported fresh, or stale naming each changed file and the command that refreshes it; a stale one fails the gate
-with VERIFY_REQUIRE_GPU=1 (a GPU runner, which can refresh it) or VERIFY_REQUIRE_FRESH=1 (or their options), and
-is only reported otherwise (CPU CI).
+self-tests), then, on a GPU, the speed check (properties/tools/speed.py) alone on the idle card: a shape slower
+than the committed bench record of this GPU model by more than its margin fails the gate; a card no record names
+is reported "not run" by name, not failed. The kernel's committed evidence record (properties/mutants/freshness.py)
+is read either way and reported fresh, or stale naming each changed file and the command that refreshes it; a
+stale one fails the gate with VERIFY_REQUIRE_GPU=1 (a GPU runner, which can refresh it) or VERIFY_REQUIRE_FRESH=1
+(or their options), and is only reported otherwise (CPU CI).
 
 Parts: the FlashInfer oracle build (nvcc; "not run" with the reason where nvcc or the sources are missing),
 then the test suite (CPU tier everywhere, GPU tier where CUDA exists and the tables hold) and, while its workers
@@ -47,6 +49,7 @@ from oracles.flashinfer_routing import build as flashinfer_build
 from oracles.mufu import recheck
 from common.provenance import REPO_ROOT as ROOT
 from common.provenance import cuda_reason
+from properties.bench import speed_record
 from properties.mutants import freshness
 from properties.tools import depths, gpu_groups, profiles, progress
 from common.args import OneLineParser
@@ -56,7 +59,7 @@ PROGRESS_FILE = "progress.jsonl"
 STOP_GRACE_S = 10  # after SIGTERM, pytest's process group gets this long before SIGKILL
 INTERRUPTS = (signal.SIGTERM, signal.SIGINT)
 INCOMPLETE = "INCOMPLETE"
-PARTS = ("flashinfer build", "oracle probes", "mufu tables", "evidence", "tests")
+PARTS = ("flashinfer build", "oracle probes", "mufu tables", "evidence", "tests", "speed check")
 DEPTHS = {False: f"not {depths.DEEP_MARKER}", True: depths.DEEP_MARKER}  # --deep -> the marker expression pytest selects with
 NOTHING_RAN_EXITS = (ExitCode.USAGE_ERROR, ExitCode.NO_TESTS_COLLECTED)
 REPORTS = ("verify.json", "junit.xml")
@@ -237,6 +240,37 @@ def check_evidence(path=freshness.EVIDENCE):
     return {"ran": True, "failed": False, "fresh": fresh, "why": why, "seconds": time.monotonic() - started}
 
 
+SPEED_TIMEOUT_S = 300
+
+
+def check_speed(gpu_reason, scratch):
+    """The speed check part (deep tier, after the tests: the card is idle): ``python -m properties.tools.speed`` in
+    a process of its own. {"ran", "failed", "why", "seconds", "lines"}; a card no bench record names is not run,
+    with its reason, and does not fail."""
+    if gpu_reason is not None:
+        return {"ran": False, "failed": False, "why": f"not run: {gpu_reason}", "seconds": 0.0, "lines": []}
+    started = time.monotonic()
+    out = scratch / "speed.json"
+    try:
+        done = subprocess.run([sys.executable, "-m", "properties.tools.speed", "--json", str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=SPEED_TIMEOUT_S)
+        outcome = json.loads(out.read_text()) if out.is_file() else None
+    except (subprocess.TimeoutExpired, ValueError) as exc:
+        done, outcome = None, {"status": speed_record.FAIL, "lines": [f"{type(exc).__name__}: {exc}".splitlines()[0]]}
+    if outcome is None:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        outcome = {"status": speed_record.FAIL, "lines": [f"exit {done.returncode} without an outcome: {last}"]}
+    status, lines = outcome["status"], outcome["lines"]
+    if status == speed_record.NOT_CHECKED:
+        why = f"not run: {lines[0]}"
+    else:
+        why = "; ".join(line for line in lines if not line.startswith("ok ")) or \
+            f"every shape within the margin of {outcome.get('record')}"
+    return {"ran": status != speed_record.NOT_CHECKED, "failed": status not in (speed_record.PASS,
+                                                                                 speed_record.NOT_CHECKED),
+            "why": why, "seconds": time.monotonic() - started, "lines": lines}
+
+
 def stop(proc):
     """End ``proc`` and its process group (pytest and its xdist workers): SIGTERM, SIGKILL after STOP_GRACE_S."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -329,7 +363,7 @@ def _ran_nothing(rc, summary):
 
 
 def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu=None, plugins=None,
-            evidence=None, require_fresh=False):
+            evidence=None, require_fresh=False, speed=None):
     """The reasons this run fails (empty: it passes); a selection that ran no test is the last one. A stale
     evidence record fails where freshness is required: ``require_gpu`` (a GPU runner) or ``require_fresh``."""
     reasons = []
@@ -362,6 +396,8 @@ def verdict(rc, summary, flashinfer, oracles, require_gpu, gpu_reason=None, mufu
         if oracles:
             reasons.append("oracles not run (VERIFY_REQUIRE_GPU=1): " + ", ".join(oracles))
     reasons += [f"implementation {name} not run: {why}" for name, why in (plugins or {}).items() if why]
+    if speed is not None and speed["failed"]:
+        reasons.append(f"speed check: {speed['why']}")
     if _ran_nothing(rc, summary):
         reasons.append(f"the selection ran no test (pytest exit {rc}): nothing was verified")
     return reasons
@@ -372,13 +408,15 @@ def _part_row(name, part):
             f"{'':>8s} {'':>10s} {part['seconds']:8.1f}  {part['why']}")
 
 
-def table(summary, flashinfer, oracles, mufu=None, plugins=None, evidence=None):
+def table(summary, flashinfer, oracles, mufu=None, plugins=None, evidence=None, speed=None):
     head = f"{'part':20s} {'ran':>5s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'cases':>10s} {'seconds':>8s}  why not run"
     lines = [head, "-" * len(head), _part_row("flashinfer build", flashinfer)]
     if mufu is not None:
         lines.append(_part_row("mufu tables", mufu))
     if evidence is not None:
         lines.append(_part_row("evidence", evidence))
+    if speed is not None:
+        lines.append(_part_row("speed check", speed))
     for name, why in oracles.items():
         lines.append(f"{'oracle ' + name:20s} {'no':>5s} {'':>7s} {'':>7s} {'':>8s} {'':>10s} {'':>8s}  not run: {why}")
     for name, why in (plugins or {}).items():
@@ -466,6 +504,10 @@ def _run(args, pytest_args):
                 ticker.part = "tests"
                 rc, summary = run_tests(scratch, args.profile, workers, selection, gpus, meanwhile=checks)
                 parts["tests"] = summary
+                if args.deep:
+                    ticker.part = "speed check"
+                    parts["speed check"] = check_speed(gpu_reason, scratch)
+                    print(f"gate: speed check: {parts['speed check']['why']}", flush=True)
             except Interrupted as exc:
                 interrupted = exc
             for handled in INTERRUPTS:  # the run is over: what follows only writes its report
@@ -476,16 +518,19 @@ def _run(args, pytest_args):
                 "require_gpu": args.require_gpu, "flashinfer_build": parts.get("flashinfer build"),
                 "oracles_not_run": parts.get("oracle probes"), "mufu_tables": parts.get("mufu tables"),
                 "plugins": plugins, "evidence": parts.get("evidence"), "require_fresh": args.require_fresh,
+                "speed_check": parts.get("speed check"),
                 "tests": summary, "environment": {**provenance.record(), "host": provenance.host()}}
         if interrupted is not None:
             so_far = progress.read(scratch / PROGRESS_FILE)
             reasons = [f"interrupted by {interrupted} during {ticker.part} after {seconds:.0f} s "
                        f"({progress.describe(so_far)})"]
             record = {"verdict": INCOMPLETE, "reasons": reasons, "failures_so_far": so_far["failures"],
-                      "not_finished": [p for p in PARTS if p not in parts], **base}
+                      "not_finished": [p for p in PARTS if p not in parts and (args.deep or p != "speed check")],
+                      **base}
         else:
             reasons = verdict(rc, summary, parts["flashinfer build"], parts["oracle probes"], args.require_gpu,
-                              gpu_reason, parts["mufu tables"], plugins, parts["evidence"], args.require_fresh)
+                              gpu_reason, parts["mufu tables"], plugins, parts["evidence"], args.require_fresh,
+                              parts.get("speed check"))
             reasons = [f"no such test file or folder: {path}" for path in missing_paths(pytest_args)] + reasons
             record = {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, **base}
         if (scratch / "junit.xml").is_file() and interrupted is None:
@@ -499,7 +544,7 @@ def _run(args, pytest_args):
     else:
         print()
         print(table(summary, parts["flashinfer build"], parts["oracle probes"], parts["mufu tables"], plugins,
-                    parts["evidence"]))
+                    parts["evidence"], parts.get("speed check")))
         not_run = summary["gpu_checks_not_run"] if summary else "?"
         print(f"\n{depth} tests, tier {tier} ({gpu_reason or 'GPU present'}); {not_run} GPU checks did not run; "
               f"{seconds:.0f} s wall; reports in {reports}")

@@ -1,0 +1,196 @@
+"""The speed check (`make verify-deep` runs it after the deep tests, on an idle card): the graphed per-launch time of
+every shape (b = 1..8, with and without metadata) measured now against the committed bench record of this GPU
+model, slower by more than the record's margin fails (properties/bench/speed_record.py).
+
+    python -m properties.tools.speed [--kernel PATH.py] [--record FILE ...] [--json FILE]
+    python -m properties.tools.speed --mutants [NAME ...] [--record FILE ...] [--json FILE]
+
+``--kernel``: a copy of kernel/routing.py (its ``route`` and ``prepare``) instead of the kernel, such as the planted
+slower kernel properties/bench/planted.py. ``--mutants``: the generated mutants counted equivalent because they
+change only the time (TIME_ONLY: properties/mutants/equivalents.py's reasons), or those named, each measured and
+checked against the record, beside the kernel measured in the same run; prints how many the check catches.
+``--record``: the bench records to choose from (default: every properties/results/bench*.json; the newest with a
+speed section naming this GPU counts). ``--json``: the outcome as JSON. Exit 0: every shape within the margin
+(--mutants: every mutant measured); 1: a shape slower (or not measured), or the record malformed; 3: no record
+names this GPU (not checked, said so); 2: a bad argument or no GPU, before anything runs.
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from common import args as types
+from common import interrupts
+from common.args import OneLineParser
+from common.provenance import REPO_ROOT, cuda_reason
+from properties.bench import speed_record
+from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES
+
+RECORDS_DIR = REPO_ROOT / "properties" / "results"
+RECORDS_GLOB = "bench*.json"
+NOT_CHECKED_EXIT = 3
+EXITS = {PASS: 0, FAIL: 1, NOT_CHECKED: NOT_CHECKED_EXIT}
+KERNEL_DIR = REPO_ROOT / "kernel"
+ROUTING_FILE = "routing.py"
+
+
+def time_only():
+    """The reasons of properties/mutants/equivalents.py that say a mutant changes only the time: every warp sent to
+    the exact rounds, another unroll factor, a barrier or wait moved, the general metadata path taken."""
+    from properties.mutants import equivalents as eq
+
+    return (eq.EXACT_ALWAYS, eq.SPURIOUS_TIES, eq.UNROLL, eq.WARP_BARRIER_KEPT, eq.PICKS_BARRIER_KEPT,
+            eq.ZEROING_BARRIER_KEPT, eq.WAIT_KEPT, eq.BARRIER_SIDE, eq.GENERAL_PATH)
+
+
+def time_only_mutants(names=()):
+    """[(mutant, reason)] of the generated mutants listed equivalent for a TIME_ONLY reason (those of ``names``
+    alone when given; ValueError naming one that is not such a mutant)."""
+    from properties.mutants import equivalents, generate
+
+    reasons = time_only()
+    chosen = [(m, equivalents.LISTED[m.name]) for m in generate.generate(KERNEL_DIR)
+              if equivalents.LISTED.get(m.name) in reasons]
+    unknown = sorted(set(names) - {m.name for m, _ in chosen})
+    if unknown:
+        raise ValueError(f"--mutants: {', '.join(unknown)} is no generated mutant counted equivalent for its time "
+                         "alone")
+    elsewhere = [m.name for m, _ in chosen if m.target != ROUTING_FILE]
+    if elsewhere:
+        raise ValueError(f"--mutants: {', '.join(elsewhere)} edits a file other than kernel/{ROUTING_FILE}, and the "
+                         f"speed check loads copies of {ROUTING_FILE} alone")
+    return [(m, why) for m, why in chosen if not names or m.name in names]
+
+
+def read_records(paths):
+    """[(path, record)] of ``paths``; an unreadable file is a record the check reports as malformed."""
+    out = []
+    for path in paths:
+        try:
+            out.append((_shown(path), json.loads(Path(path).read_text())))
+        except (OSError, ValueError) as exc:
+            out.append((_shown(path), f"unreadable: {exc}"))
+    return out
+
+
+def _shown(path):
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def _worst(figures, reference):
+    """(relative change, shape label) of the shape slowed most in ``figures`` against ``reference`` (None: none
+    measured)."""
+    changes = [(figures[n][str(b)] / reference[n, b] - 1, speed_record.shape_label(n, b)) for n, b in SHAPES
+               if not isinstance(figures[n].get(str(b)), dict)]
+    return max(changes) if changes else None
+
+
+def _change(worst):
+    return "n/a" if worst is None else f"{worst[1]} {worst[0]:+.1%}"
+
+
+def check(args, gpu):
+    """The speed check of args.kernel (None: the kernel) on this GPU: (exit status, the JSON outcome)."""
+    from properties.bench import speed
+
+    def measure():
+        route, prepare = speed.load(args.kernel)
+        prepare(True)
+        return speed.measure(route)
+
+    outcome = speed_record.decide(read_records(args.record), gpu, measure)
+    for line in outcome.lines:
+        print(f"  {line}")
+    print(f"speed check: {outcome.status.upper()} ({gpu}, {_shown(args.kernel) if args.kernel else 'kernel'})")
+    return EXITS[outcome.status], {"gpu": gpu, "kernel": _shown(args.kernel) if args.kernel else "kernel",
+                                   "status": outcome.status, "record": outcome.record, "lines": list(outcome.lines)}
+
+
+def mutants(args, gpu):
+    """The speed check on each selected time-only mutant, against the record and beside the kernel measured now."""
+    from kernel import routing
+    from properties.bench import speed
+
+    try:
+        found = speed_record.pick(read_records(args.record), gpu)
+        if found is None:
+            line = f"no bench record with a {speed_record.SECTION} section names {gpu}: the mutants are not checked"
+            print(f"speed check: {NOT_CHECKED.upper()}: {line}")
+            return NOT_CHECKED_EXIT, {"gpu": gpu, "status": NOT_CHECKED, "lines": [line]}
+        path, record = found
+        reference, margin = speed_record.reference_and_margin(record, path)
+    except speed_record.RecordError as exc:
+        print(f"speed check: {FAIL.upper()}: {exc}")
+        return 1, {"gpu": gpu, "status": FAIL, "lines": [str(exc)]}
+    routing.prepare(True)
+    now = speed.measure(routing.route)
+    kernel_now = {(n, b): now[n][str(b)] for n, b in SHAPES if not isinstance(now[n].get(str(b)), dict)}
+    rows, errors = [], 0
+    with tempfile.TemporaryDirectory() as folder:
+        for mutant, reason in args.selected:
+            file = Path(folder) / (mutant.name.replace(".", "_") + ".py")
+            try:
+                file.write_text(mutant.apply((KERNEL_DIR / mutant.target).read_text()))
+                route, prepare = speed.load(file)
+                prepare(True)
+                figures = speed.measure(route)
+            except Exception as exc:  # noqa: BLE001 - reported; the other mutants still run
+                failed = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+                figures = {n: {str(b): failed for m, b in SHAPES if m == n} for n in speed_record.VARIANTS}
+            errors += any(isinstance(figures[n].get(str(b)), dict) for n, b in SHAPES)
+            outcome = speed_record.compare(reference, margin, figures, path)
+            row = {"name": mutant.name, "reason": reason, "status": outcome.status, "lines": list(outcome.lines),
+                   "worst_vs_record": _worst(figures, reference), "worst_vs_kernel_now": _worst(figures, kernel_now)
+                   if len(kernel_now) == len(SHAPES) else None}
+            rows.append(row)
+            print(f"  {'CAUGHT' if outcome.status == FAIL else 'missed'} {mutant.name}: slowest shape "
+                  f"{_change(row['worst_vs_record'])} against {path} (margin {margin:.1%}); against the kernel now "
+                  f"{_change(row['worst_vs_kernel_now'])}", flush=True)
+    caught = sum(r["status"] == FAIL for r in rows)
+    print(f"speed check on the time-only mutants: {caught} of {len(rows)} caught ({gpu}, {path}, margin {margin:.1%}); "
+          f"{errors} not measured in full")
+    return (1 if errors else 0), {"gpu": gpu, "record": path, "margin": margin, "kernel_now_us": now,
+                                  "caught": caught, "of": len(rows), "mutants": rows}
+
+
+def parse_args(argv):
+    parser = OneLineParser(prog="python -m properties.tools.speed", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--kernel", type=types.existing_file, default=None, help="a copy of kernel/routing.py")
+    what.add_argument("--mutants", nargs="*", default=None, metavar="NAME",
+                      help="the time-only equivalent mutants (all, or those named)")
+    parser.add_argument("--record", nargs="+", type=types.existing_file, default=None,
+                        help=f"bench records (default {RECORDS_DIR.relative_to(REPO_ROOT)}/{RECORDS_GLOB})")
+    parser.add_argument("--json", type=types.output_file, default=None, help="write the outcome here")
+    args = parser.parse_args(argv)
+    if args.kernel is not None and args.kernel.suffix != ".py":
+        parser.error(f"argument --kernel: {args.kernel} is not a .py file")
+    if args.mutants is not None:
+        try:
+            args.selected = time_only_mutants(args.mutants)
+        except ValueError as exc:
+            parser.error(str(exc))
+    args.record = args.record or sorted(RECORDS_DIR.glob(RECORDS_GLOB))
+    if cuda_reason():
+        parser.error(f"the speed check times the kernel on a GPU: {cuda_reason()}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from properties.bench import speed
+
+    gpu = speed.gpu_name()
+    status, outcome = (mutants if args.mutants is not None else check)(args, gpu)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(outcome, indent=1) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(interrupts.run("python -m properties.tools.speed", main))
