@@ -11,6 +11,10 @@ writes a folded value of its last phase into the ids (so that nothing is compile
 the kernel's own outputs are checked by the benchmark and the GPU tests.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.bench.breakdown")
+
 import json
 import sys
 from pathlib import Path

@@ -14,6 +14,10 @@ status 1 when an implementation differs from the model or compared nothing, or a
 is written either way), 2 on a bad argument or without a GPU.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.bench.variants")
+
 import argparse
 import hashlib
 import json

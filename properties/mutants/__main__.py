@@ -20,6 +20,10 @@ before anything runs. Exit 1 when a mutant survives a declared tier, the real ke
 run after all.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.mutants")
+
 import argparse
 import json
 import sys
@@ -71,7 +75,7 @@ def _generated(argv):
                         help="these mutants (a name, or a prefix ending at a dot: routing._top_k)")
     parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
                         help="prefilter workers and probes at a time (default: cores, at most 16)")
-    parser.add_argument("--out", type=types.output_file, default=generated.DEFAULT_OUT,
+    parser.add_argument("--out", type=types.output_file, default=str(generated.DEFAULT_OUT),
                         help="the record (default reports/mutants-generated.json)")
     parser.add_argument("--resume", type=types.existing_file, default=None,
                         help="a record whose outcomes are reused where the mutant and the harness are unchanged")
@@ -116,7 +120,7 @@ def main(argv=None):
     parser.add_argument("--all", action="store_true", help="CPU tier: run the static checks on every mutant")
     parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
                         help="probes at a time (default: one per core)")
-    parser.add_argument("--report", type=types.output_file, default=runner.DEFAULT_REPORT)
+    parser.add_argument("--report", type=types.output_file, default=str(runner.DEFAULT_REPORT))
     parser.add_argument("--reuse", type=types.existing_file, default=None, metavar="TABLE",
                         help="GPU tier: keep this kill table's rows for mutants whose edit and inputs are unchanged")
     args = parser.parse_args(argv)
