@@ -39,6 +39,7 @@ import torch
 from common import interrupts
 from common import provenance
 from common import args as types
+from common import records
 from common.args import OneLineParser
 from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
 
@@ -46,6 +47,7 @@ DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
 PROOF_FILE = DATA / "exhaustive-proof.json"
 NUMPY_PATH_FILE = DATA / "numpy-path-proof.json"
+SURVEY_SCHEMA = Path(__file__).with_name("survey.schema.json")  # what fit-survey and survey-record read
 _SIGN = 0x80000000
 _MAX_LISTED = 8
 DEVICE = "cuda"
@@ -420,8 +422,13 @@ def main(argv=None):
     p = sub.add_parser("certify", help="every step a new GPU needs, from measure to prove (GPU)")
     p.add_argument("directory", type=types.output_dir, help="folder for the survey (created)")
     args = parser.parse_args(argv)
-    if args.command in ("fit-survey", "survey-record") and not (Path(args.directory) / "survey.json").is_file():
-        parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
+    if args.command in ("fit-survey", "survey-record"):
+        if not (Path(args.directory) / "survey.json").is_file():
+            parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
+        try:
+            records.read(Path(args.directory) / "survey.json", SURVEY_SCHEMA)
+        except records.RecordError as exc:
+            parser.error(f"directory: {exc}")
     if args.command == "fit":
         return fit.main(args.check)
     if args.command == "fit-survey":

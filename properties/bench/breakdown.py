@@ -36,6 +36,7 @@ from properties.bench.results_file import summarize
 from properties.bench.timing import capture, error_line, time_graph
 
 SCHEMA = "kernel.breakdown/1"
+SCHEMA_FILE = Path(__file__).with_name("breakdown.schema.json")  # what --table reads of a record
 TILE_N = 8
 # (name, metadata, what one launch does): each stage adds one phase to the one before it.
 STAGES = (
@@ -216,7 +217,7 @@ def table(record):
 
 def parse_args(argv):
     made = record_cli.parser("python -m properties.bench.breakdown", __doc__)
-    return record_cli.read_record(made, made.parse_args(argv), SCHEMA, "breakdown")
+    return record_cli.read_record(made, made.parse_args(argv), SCHEMA_FILE)
 
 
 def main(argv=None):

@@ -46,6 +46,7 @@ from properties.engine.interface import Implementation
 from common import args as types
 
 SCHEMA = "kernel.variants/1"
+SCHEMA_FILE = Path(__file__).with_name("variants.schema.json")  # what --table reads of a record
 COMMITTED = "committed"
 MODES = ("metadata", "plain")
 TILE_N = 8  # the timed metadata request: tile 8, every expert local (the benchmark's)
@@ -230,7 +231,7 @@ def parse_args(argv):
         args.impls = [load(name, path) for name, path in args.variant]
     except plugins.NotRun as refusal:
         made.error(f"argument --variant: {refusal}")
-    return record_cli.read_record(made, args, SCHEMA, "variants")
+    return record_cli.read_record(made, args, SCHEMA_FILE)
 
 
 def main(argv=None):

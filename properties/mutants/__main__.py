@@ -25,7 +25,7 @@ if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, nev
     at_start("python -m properties.mutants")
 
 import argparse
-import json
+from pathlib import Path
 import sys
 
 from common.provenance import cuda_reason
@@ -34,10 +34,13 @@ from properties.mutants import runner
 from properties.mutants.catalog import CATALOG
 from properties.mutants.probe import CORPUS_DIR
 from common import args as types
-from common import interrupts
+from common import interrupts, records
 from common.args import OneLineParser
 
 MAX_JOBS = 64
+# What --reuse and generated --resume read of a record (common/records.py).
+KILL_TABLE_SCHEMA = Path(__file__).with_name("kill-table.schema.json")
+GENERATED_SCHEMA = Path(__file__).with_name("generated.schema.json")
 
 
 def ran_a_mutant(record):
@@ -89,11 +92,9 @@ def _generated(argv):
         parser.error(str(exc))
     if args.resume:
         try:
-            data = json.loads(args.resume.read_text())
-            if not isinstance(data, dict) or data.get("kind") != generated.RECORD_KIND:
-                raise ValueError(f"its kind is not {generated.RECORD_KIND!r}")
-        except ValueError as exc:
-            parser.error(f"--resume: {args.resume} is not a generated-mutants record ({exc})")
+            records.read(args.resume, GENERATED_SCHEMA)
+        except records.RecordError as exc:
+            parser.error(f"--resume: not a generated-mutants record: {exc}")
     if args.tier == "gpu" and cuda_reason():
         parser.error(f"--tier gpu: {cuda_reason()}")
     if args.list:
@@ -134,11 +135,9 @@ def main(argv=None):
         if tier != "gpu":
             parser.error(f"--reuse: a kill table's rows are reused by the GPU tier alone, not --tier {tier}")
         try:
-            table = types.read_json_object(args.reuse)
-        except argparse.ArgumentTypeError as exc:
-            parser.error(f"--reuse: {exc}")
-        if not isinstance(table.get("mutants"), list) or "inputs" not in table:
-            parser.error(f"--reuse: {args.reuse} is not a kill table (no mutants and inputs)")
+            records.read(args.reuse, KILL_TABLE_SCHEMA)
+        except records.RecordError as exc:
+            parser.error(f"--reuse: not a kill table: {exc}")
     selected = [m for m in CATALOG if not args.only or m.name in args.only]
     tiers = runner.tiers_of(tier)
     if not any(mutant for mutant, _ in runner.plan(selected, tiers, args.all)):
