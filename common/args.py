@@ -9,11 +9,13 @@ argparse.ArgumentTypeError; the factories below (``integer``, ``number``, ``coun
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
 __all__ = ["USAGE_EXIT", "OneLineParser", "integer", "count", "number", "existing_file", "existing_dir",
-           "existing_path", "read_json_object", "json_object_file", "output_file", "output_dir"]
+           "existing_path", "read_json_object", "json_object_file", "output_file", "output_dir", "check_output",
+           "check_output_of"]
 
 USAGE_EXIT = 2
 
@@ -130,27 +132,56 @@ def json_object_file(text):
 
 
 def output_file(text):
-    """A path a file can be written to: not an existing folder, and no existing file where a folder on its
-    way should be."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"is a folder, not a file: {text}")
-    _check_parents(path, text)
-    return path
+    """A path a file can be written to, checked before any work (``check_output``)."""
+    return check_output(text)
 
 
 def output_dir(text):
-    """A path a folder can be made at: not an existing file, and no existing file on its way."""
+    """A path a folder of files can be made at, checked before any work (``check_output``)."""
+    return check_output(text, folder=True)
+
+
+def check_output(text, folder=False):
+    """The Path ``text`` once a file (``folder``: a folder of files) can be written there: the path is a
+    regular file or nothing (``folder``: a folder or nothing), writable; no existing file where a folder on
+    its way should be; the nearest existing folder on its way writable, on a writable file system with room
+    left. argparse.ArgumentTypeError (one line) otherwise; nothing is written either way. The one check of
+    every output path of every command (an argument's type, or called on a path the command derives)."""
     path = Path(text)
-    if path.exists() and not path.is_dir():
+    if folder and path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"is a file, not a folder: {text}")
-    _check_parents(path, text)
-    return path
-
-
-def _check_parents(path, text):
+    if not folder and path.is_dir():
+        raise argparse.ArgumentTypeError(f"is a folder, not a file: {text}")
+    if not folder and path.exists() and not path.is_file():
+        raise argparse.ArgumentTypeError(f"is not a regular file (a device, a pipe or a socket): {text}")
+    if path.exists():
+        _check_writable(path, text)
+        return path
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{parent} is a file, so {text} cannot be made")
-            return
+            _check_writable(parent, text)
+            break
+    return path
+
+
+def _check_writable(where, text):
+    if not os.access(where, os.W_OK | (os.X_OK if where.is_dir() else 0)):
+        raise argparse.ArgumentTypeError(f"{where} is not writable, so {text} cannot be written")
+    stat = os.statvfs(where)
+    if stat.f_blocks == 0:
+        raise argparse.ArgumentTypeError(f"{where} is on a file system that holds no files, so {text} cannot be written")
+    if stat.f_flag & os.ST_RDONLY:
+        raise argparse.ArgumentTypeError(f"{where} is on a read-only file system, so {text} cannot be written")
+    if (stat.f_bfree if os.geteuid() == 0 else stat.f_bavail) == 0:
+        raise argparse.ArgumentTypeError(f"the file system of {where} is full, so {text} cannot be written")
+
+
+def check_output_of(parser, option, path, folder=False):
+    """``check_output`` of a path a command derived (a default, a name made from its input): on failure the
+    parser's one-line error naming ``option``, exit USAGE_EXIT."""
+    try:
+        return check_output(path, folder)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"argument {option}: {exc}")

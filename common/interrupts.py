@@ -15,6 +15,9 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Set by a signal that ends the command, before its children are ended: a ThreadPool thread whose child that ends
 # would otherwise start the next queued work before the pool is shut down.
 _ending = threading.Event()
+# How many Interrupts are entered: while one is, a signal raises Interrupted, so a bare KeyboardInterrupt is the
+# raise of the code that was running, not Ctrl-C.
+_entered = []
 
 
 class Interrupted(KeyboardInterrupt):
@@ -47,12 +50,14 @@ class Interrupts:
 
     def __enter__(self):
         _ending.clear()
+        _entered.append(self)
         self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
         return self
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        _entered.remove(self)
         _ending.clear()
 
     def defer(self):
@@ -70,6 +75,16 @@ class Interrupts:
     @property
     def exit_status(self):
         return 128 + self.signum if self.requested else None
+
+
+def raised_by_the_code(exc):
+    """Whether BaseException ``exc``, raised out of code the command called (a plug-in), is that code's own
+    doing (``sys.exit``, a ``raise KeyboardInterrupt``, any error) rather than a signal ending the command: a
+    signal is Interrupted while Interrupts is entered; outside, a KeyboardInterrupt may be Ctrl-C, so it is
+    not claimed."""
+    if isinstance(exc, Interrupted):
+        return False
+    return not isinstance(exc, KeyboardInterrupt) or bool(_entered)
 
 
 def children(pid=None):
@@ -122,6 +137,19 @@ class ThreadPool(concurrent.futures.ThreadPoolExecutor):
             self.shutdown(wait=False, cancel_futures=True)
             end_children()
         return super().__exit__(exc_type, exc, tb)
+
+
+def at_start(prog):
+    """For a command's module run as ``__main__``, before its imports: SIGINT or SIGTERM until ``Interrupts``
+    takes over (while torch and the rest load) ends the process at once with one line and exit 128 + the
+    signal's number; nothing has run, so nothing is lost, and no library's ``except`` can swallow it."""
+    def end(signum, frame):
+        print(f"{prog}: INTERRUPTED by {signal.Signals(signum).name} while starting: nothing done "
+              f"(exit {128 + signum})", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(128 + signum)
+    for sig in SIGNALS:
+        signal.signal(sig, end)
 
 
 def run(prog, main, argv=None):

@@ -14,6 +14,10 @@ corpora/failures/ and the command fails. Both write committed files because thei
 is checked before any work (one line naming it, exit 2).
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.corpus")
+
 import sys
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -114,7 +118,7 @@ def main(argv=None):
     parser = OneLineParser(prog="python -m properties.corpus", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="draw the regression cases and record the outputs available here")
-    gen.add_argument("--folder", type=types.output_dir, default=casefile.REGRESSION_DIR)
+    gen.add_argument("--folder", type=types.output_dir, default=str(casefile.REGRESSION_DIR))
     gen.add_argument("--per-generator", type=types.integer(1, MAX_PER_GENERATOR), default=CASES_PER_GENERATOR)
     gen.add_argument("--force", action="store_true", help="replace the cases already there")
     rec = sub.add_parser("record", help="rerun every implementation on saved cases (needs a GPU)")

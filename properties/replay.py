@@ -14,14 +14,20 @@ read or lacks an output its recording implementations write (the registry's ``wr
 file and the field; every file is read before any case runs; 3 when some case compared nothing (no recorded
 output and no live implementation here but the model, the reference itself: nothing was checked, so it must not
 pass as agreeing); 4 when an implementation asked for cannot run here (a GPU one on a CPU, a plug-in whose
-module is missing or whose probe fails): "implementation NAME not run: <reason>". The last line printed says
+module is missing or whose probe fails, or one whose code raised or exited on a case: whatever a plug-in does
+is its outcome, never replay's exit): "implementation NAME not run: <reason>". The last line printed says
 which: ``replay: AGREE``, ``replay: DIFFER``, ``replay: UNREADABLE``, ``replay: NOTHING COMPARED`` or
 ``replay: NOT RUN``; before it, a folder's counts. A malformed --impl is one line naming it, exit 2.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.replay")
+
 import argparse
 import sys
 
+from common import interrupts
 from properties.engine import casefile
 from properties.engine import implementations
 from properties.engine import plugins
@@ -163,7 +169,13 @@ def run(cases, impls=()):
         print("not running here: " + "; ".join(f"{name} ({why})" for name, why in missing.items()))
     statuses = []
     for path, record in records.items():
-        live, checked, found = check(record, names)
+        try:
+            live, checked, found = check(record, names)
+        except NotRun as exc:  # a plug-in that raised, exited or was interrupted by its own code on this case
+            print(f"replay: {exc} (on {path})", file=sys.stderr)
+            print(_counts(len(paths), statuses.count(AGREE), statuses.count(DIFFER), 0)
+                  + f", {len(paths) - len(statuses)} not replayed")
+            return NOT_RUN
         print(_summary(path, record, live, checked, found))
         if_equal = AGREE if checked else NOTHING_COMPARED
         statuses.append(DIFFER if found else if_equal)
@@ -185,4 +197,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("python -m properties.replay", main))

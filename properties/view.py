@@ -8,13 +8,19 @@ Exit status: 0 written, 1 not written because matplotlib or jinja2 is missing (o
 arguments or a file that is not a case file (one line naming it, before anything is written).
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("view")
+
 import sys
 from pathlib import Path
 
+from common import interrupts
 from properties.engine import casefile
+from properties.report import page
 from properties.report import libraries
 from properties.report.sources import REPORTS
-from common.args import OneLineParser
+from common.args import OneLineParser, check_output_of
 
 NOT_WRITTEN = 1
 
@@ -27,6 +33,8 @@ def main(argv=None):
     html = args.out or REPORTS / f"case-{args.case.stem}.html"
     if html.is_dir() or html.suffix != ".html":
         parser.error(f"--out {html}: must name an .html file")
+    check_output_of(parser, "--out", html)
+    check_output_of(parser, "--out", page.image_folder(html), folder=True)
     try:
         record = casefile.read(args.case)
     except casefile.CaseFileError as exc:
@@ -44,4 +52,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("view", main))

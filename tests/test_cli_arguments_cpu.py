@@ -27,6 +27,8 @@ PROCESS_JOBS = 4
 # The function a command line runs: ``python -m MODULE`` is ``MAIN[MODULE](argv)``.
 MAIN = {
     "properties.replay": "properties.replay:main",
+    "properties.view": "properties.view:main",
+    "properties.report": "properties.report.__main__:main",
     "properties.soak": "properties.soak.__main__:main",
     "properties.soak.table": "properties.soak.table:main",
     "properties.report.records": "properties.report.records:main",
@@ -61,6 +63,11 @@ ROWS = [
     ("properties.replay", [str(CASE), "--impl", "bad=module_without_attr"], "--impl"),
     ("properties.replay", [str(CASE), "--impl"], "--impl"),
     ("properties.replay", ["--impl", str(CASE)], "--impl"),
+    # ---- a case as a page, the report page: their pages and figure folders checked before the work
+    ("properties.view", [str(CASE), "--out", "{F}/file.txt/p.html"], "--out", PROCESS),
+    ("properties.view", [str(CASE), "--out", "/dev/full/p.html"], "--out"),
+    ("properties.report", ["--out", "{F}/file.txt/p.html"], "--out", PROCESS),
+    ("properties.report", ["--reports", "{F}/file.txt/r"], "--reports"),
     # ---- soak's rate table
     ("properties.soak.table", ["--bogus"], "--bogus", PROCESS),
     ("properties.soak.table", ["--update-readme", "extra"], "extra"),
@@ -113,6 +120,14 @@ ROWS = [
      "--out"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--failures-dir", "{F}/file.txt"],
      "--failures-dir"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--out", "/dev/full"], "--out"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--out", "{F}/fifo"], "--out"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--failures-dir", "/dev/full"],
+     "--failures-dir"),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--fault", "writes_the_guard", "--metadata", "off"],
+     "--metadata", PROCESS),
+    ("properties.soak", [*SOAK_CPU, "--rows", "10", "--fault", "ties_to_highest_index", "--families", "plain"],
+     "--families"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--resume", "{F}/list.json"], "--resume"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--resume", "{F}/not-json.json"], "--resume"),
     ("properties.soak", [*SOAK_CPU, "--rows", "10", "--impl", "model", "--resume", "{F}/object.json"], "--resume"),
@@ -141,6 +156,7 @@ ROWS = [
     ("properties.bench", ["--harness-seconds", "nan"], "--harness-seconds"),
     ("properties.bench", ["--harness-seconds", "0"], "--harness-seconds"),
     ("properties.bench", ["--out", "{F}/folder"], "--out"),
+    ("properties.bench", ["--out", "/dev/full"], "--out"),
     ("properties.bench", ["--time-verify", "--out", "{F}/folder"], "--out"),
     ("properties.bench", ["--verify-record", "{F}/object.json"], "--verify-record"),
     ("properties.bench", ["--verify-record", "{F}/missing.json"], "--verify-record"),
@@ -165,6 +181,8 @@ ROWS = [
     ("properties.bench.breakdown", ["--table", "{F}/missing.json"], "--table", PROCESS),
     ("properties.bench.breakdown", ["--table", "{F}/object.json"], "--table"),
     ("properties.bench.breakdown", ["--table", "{F}/list.json"], "--table"),
+    ("properties.bench.breakdown", ["--table", "{F}/binary.json"], "--table"),
+    ("properties.bench.breakdown", ["--table", "{F}/breakdown-without-provenance.json"], "provenance"),
     ("properties.bench.breakdown", [], "--out"),
     ("properties.bench.breakdown", ["--out", "{F}/folder"], "--out"),
     ("properties.bench.breakdown", ["--out", "{F}/b.json", "--b", "9"], "--b"),
@@ -184,12 +202,15 @@ ROWS = [
     ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}", "--b", "9"], "--b"),
     ("properties.bench.variants", ["--table", "{F}/object.json"], "--table"),
     ("properties.bench.variants", ["--table", "{F}/list.json"], "--table"),
+    ("properties.bench.variants", ["--table", "{F}/truncated.json"], "--table"),
     ("properties.bench.variants", ["--out", "{F}/v.json", "--variant", f"v={ROUTING}"], "CUDA", PROCESS),
     # ---- the kernel mutants
     ("properties.mutants", [], "command", PROCESS),
     ("properties.mutants", ["--tier", "cpu"], "command"),
     ("properties.mutants", ["table"], "command"),
     ("properties.mutants", ["generated", "--tier", "fpga"], "--tier"),
+    ("properties.mutants", ["generated", "--out", "/dev/full"], "--out"),
+    ("properties.mutants", ["generated", "--out", "{F}/file.txt/m.json"], "--out"),
     ("properties.mutants", ["replay", "{F}/missing.json"], "paths"),
     ("properties.mutants", ["generated", "--only", "no_such_mutant"], "--only"),
     ("properties.mutants", ["generated", "--jobs", "0"], "--jobs"),
@@ -198,6 +219,8 @@ ROWS = [
     ("properties.mutants", ["generated", "--resume", "{F}/object.json"], "--resume"),
     ("properties.mutants", ["generated", "--resume", "{F}/list.json"], "--resume"),
     ("properties.mutants", ["generated", "--resume", "{F}/mutants-of-another-kind.json"], "--resume"),
+    ("properties.mutants", ["generated", "--resume", "{F}/truncated.json"], "--resume"),
+    ("properties.mutants", ["generated", "--out", "{F}/file.txt/g.json"], "--out"),
     ("properties.mutants", ["generated", "--tier", "gpu"], "--tier", PROCESS),
     # ---- the harness mutants
     ("properties.mutants.harness_run", ["--only", "no_such_mutant"], "--only", PROCESS),
@@ -211,6 +234,7 @@ ROWS = [
     ("properties.corpus", ["generate", "--per-generator", "0"], "--per-generator"),
     ("properties.corpus", ["generate", "--folder", "{F}/file.txt"], "--folder"),
     ("properties.corpus", ["generate", "--folder", "{F}/cases"], "--force"),
+    ("properties.corpus", ["generate", "--folder", "/dev/full"], "--folder"),
     ("properties.corpus", ["record", "{F}/missing.json"], "paths"),
     ("properties.corpus", ["record", "{F}/empty"], "empty"),
     # ---- the smoke run
@@ -233,6 +257,9 @@ ROWS = [
     ("oracles.mufu", ["certify"], "directory"),
     ("oracles.mufu", ["certify", "{F}/file.txt"], "directory"),
     ("oracles.mufu", ["certify", "{F}/new"], "certify", PROCESS),
+    ("oracles.mufu", ["survey", "{F}/file.txt/survey"], "directory"),
+    ("oracles.mufu", ["fit-survey", "{F}/bad-survey"], "bad-survey/survey.json: chunks"),
+    ("oracles.mufu", ["survey-record", "{F}/binary-survey"], "not JSON"),
     # ---- the NumPy model's speed
     ("oracles.numpy_model.bench", ["--rows", "-1"], "--rows", PROCESS),
     ("oracles.numpy_model.bench", ["--elements", "nan"], "--elements"),
@@ -261,6 +288,15 @@ def fixtures(tmp_path_factory):
     (folder / "no-prepare.py").write_text("def route(*args):\n    pass\n")
     (folder / "not-json.json").write_text("not JSON\n")
     (folder / "list.json").write_text("[1, 2]\n")
+    (folder / "binary.json").write_bytes(b"\x00\xff\x01binary")
+    (folder / "truncated.json").write_text('{"schema": "kernel.variants/1", "config": {"bs": [1, ')
+    (folder / "breakdown-without-provenance.json").write_text(json.dumps({"schema": "kernel.breakdown/1"}))
+    os.mkfifo(folder / "fifo")
+    (folder / "bad-survey").mkdir()
+    survey = json.loads((REPO_ROOT / "oracles" / "mufu" / "data" / "mufu-survey.json").read_text())
+    (folder / "bad-survey" / "survey.json").write_text(json.dumps({**survey, "chunks": {"not": "a list"}}))
+    (folder / "binary-survey").mkdir()
+    (folder / "binary-survey" / "survey.json").write_bytes(b"\x00\xff")
     (folder / "object.json").write_text(json.dumps({"format": "something else"}) + "\n")
     # a record that lists mutants but is not a generated-mutants run
     (folder / "mutants-of-another-kind.json").write_text(json.dumps({"verdict": "PASS", "mutants": []}) + "\n")

@@ -185,7 +185,7 @@ def test_reports_naming_a_file_gives_one_line_and_exit_2(tmp_path):
     existing.write_text("kept")
     result = _gate(["--reports", str(existing)], tmp_path / "unused")
     assert result.returncode == 2 and result.stderr.strip().splitlines() == [
-        f"gate: error: argument --reports: {existing} is a file, not a folder"]
+        f"gate: error: argument --reports: is a file, not a folder: {existing}"]
     assert existing.read_text() == "kept" and not (tmp_path / "unused").exists()
 
 

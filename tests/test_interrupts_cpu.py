@@ -19,6 +19,9 @@ from common.provenance import REPO_ROOT
 # The long commands other than the soak and the gate (which keep a summary of their own): each runs its main
 # through interrupts.run when started as python -m.
 LONG_COMMANDS = {
+    "properties/replay.py": "python -m properties.replay",
+    "properties/view.py": "view",
+    "properties/report/__main__.py": "report",
     "properties/bench/cli.py": "python -m properties.bench",
     "properties/bench/breakdown.py": "python -m properties.bench.breakdown",
     "properties/bench/variants.py": "python -m properties.bench.variants",
@@ -77,8 +80,12 @@ def test_work_queued_when_a_signal_arrives_never_starts_though_the_running_work_
 def test_every_long_command_runs_its_main_through_interrupts(path):
     tree = ast.parse((REPO_ROOT / path).read_text())
     guard = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
-    assert len(guard) == 1 and ast.unparse(guard[0].body[0]) == (
+    assert len(guard) == 2 and ast.unparse(guard[-1].body[0]) == (
         f"sys.exit(interrupts.run({LONG_COMMANDS[path]!r}, main))"), path
+    # and before any other import, SIGINT while the imports load is one line too (common/interrupts.at_start)
+    first_import = next(i for i, node in enumerate(tree.body) if isinstance(node, (ast.Import, ast.ImportFrom)))
+    assert tree.body.index(guard[0]) < first_import, path
+    assert ast.unparse(guard[0].body[-1]) == f"at_start({LONG_COMMANDS[path]!r})", path
 
 
 def test_ctrl_c_ends_the_corpus_generation_with_one_line(tmp_path):

@@ -273,8 +273,8 @@ def test_the_same_resume_command_starts_continues_and_stops_when_done(tmp_path, 
     assert done["done"], "not done after the two runs its 48 rows need"
     assert done["next_offset"] == 3 and len(done["chunks"]) == 3 and done["tally"]["rows"] == 48
     out = capsys.readouterr().out
-    assert out.splitlines()[-1] == ("soak: PASS: 8 rows of the model on the device equal to the NumPy model's, of 16 "
-                                    "drawn (model only) (exit 0)")
+    assert out.splitlines()[-1] == ("soak: PASS: 24 rows of the model on the device equal to the NumPy model's, of 48 "
+                                    "drawn (model only) (exit 0)")  # the whole run's, every chunk's rows
     assert main(args) == 0 and "done, 48 rows of 48" in capsys.readouterr().out
 
 

@@ -21,8 +21,8 @@ def test_a_device_index_beyond_the_visible_ones_is_one_line_naming_device(monkey
 
 
 def _summary(rows, crosscheck_rows, disagreements=None):
-    return {"model_mismatches": [], "this_run": {"rows": rows, "tally": {"crosscheck_rows": crosscheck_rows,
-                                                                         "disagreements": disagreements or {}}}}
+    return {"model_mismatches": [], "tally": {"rows": rows, "crosscheck_rows": crosscheck_rows,
+                                              "disagreements": disagreements or {}}}
 
 
 def test_the_model_alone_counts_only_the_rows_the_numpy_model_compared():

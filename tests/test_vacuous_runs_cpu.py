@@ -61,9 +61,9 @@ def test_the_model_alone_asked_for_by_name_runs_and_says_so(tmp_path, capsys):
 
 
 def test_a_soak_that_verified_no_row_fails():
-    summary = {"model_mismatches": [], "this_run": {"rows": 0, "tally": {"disagreements": {}, "crosscheck_rows": 0}}}
+    summary = {"model_mismatches": [], "tally": {"rows": 0, "disagreements": {}, "crosscheck_rows": 0}}
     assert _verdict(summary, []) == (1, "soak: NOTHING VERIFIED: 0 rows (model only) (exit 1)")
-    summary["this_run"]["rows"] = 8
+    summary["tally"]["rows"] = 8
     assert _verdict(summary, ["cute"]) == (
         0, "soak: PASS: 8 rows agreed with the model on the device, 0 of them also compared with the NumPy model "
            "(cute) (exit 0)")

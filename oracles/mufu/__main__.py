@@ -23,6 +23,10 @@ write nothing. Set GIT_COMMIT to the commit being measured (the GPU machine gets
 .git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m oracles.mufu")
+
 import argparse
 import json
 import sys
@@ -34,6 +38,8 @@ import torch
 
 from common import interrupts
 from common import provenance
+from common import args as types
+from common import records
 from common.args import OneLineParser
 from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
 
@@ -41,6 +47,7 @@ DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
 PROOF_FILE = DATA / "exhaustive-proof.json"
 NUMPY_PATH_FILE = DATA / "numpy-path-proof.json"
+SURVEY_SCHEMA = Path(__file__).with_name("survey.schema.json")  # what fit-survey and survey-record read
 _SIGN = 0x80000000
 _MAX_LISTED = 8
 DEVICE = "cuda"
@@ -410,15 +417,18 @@ def main(argv=None):
     p = sub.add_parser("survey-record", help="commit a survey folder's evidence into data/ (CPU)")
     p.add_argument("directory", help="a folder written by `survey`")
     p = sub.add_parser("survey", help="survey the units not yet modelled into a folder (GPU)")
-    p.add_argument("directory", help="folder for survey.json and its data files (created)")
+    p.add_argument("directory", type=types.output_dir, help="folder for survey.json and its data files (created)")
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     p = sub.add_parser("certify", help="every step a new GPU needs, from measure to prove (GPU)")
-    p.add_argument("directory", help="folder for the survey (created)")
+    p.add_argument("directory", type=types.output_dir, help="folder for the survey (created)")
     args = parser.parse_args(argv)
-    if args.command in ("fit-survey", "survey-record") and not (Path(args.directory) / "survey.json").is_file():
-        parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
-    if args.command in ("survey", "certify") and Path(args.directory).exists() and not Path(args.directory).is_dir():
-        parser.error(f"directory: {args.directory} is not a folder")
+    if args.command in ("fit-survey", "survey-record"):
+        if not (Path(args.directory) / "survey.json").is_file():
+            parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
+        try:
+            records.read(Path(args.directory) / "survey.json", SURVEY_SCHEMA)
+        except records.RecordError as exc:
+            parser.error(f"directory: {exc}")
     if args.command == "fit":
         return fit.main(args.check)
     if args.command == "fit-survey":

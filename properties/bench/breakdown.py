@@ -11,6 +11,10 @@ writes a folded value of its last phase into the ids (so that nothing is compile
 the kernel's own outputs are checked by the benchmark and the GPU tests.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.bench.breakdown")
+
 import json
 import sys
 from pathlib import Path
@@ -32,6 +36,7 @@ from properties.bench.results_file import summarize
 from properties.bench.timing import capture, error_line, time_graph
 
 SCHEMA = "kernel.breakdown/1"
+SCHEMA_FILE = Path(__file__).with_name("breakdown.schema.json")  # what --table reads of a record
 TILE_N = 8
 # (name, metadata, what one launch does): each stage adds one phase to the one before it.
 STAGES = (
@@ -212,7 +217,7 @@ def table(record):
 
 def parse_args(argv):
     made = record_cli.parser("python -m properties.bench.breakdown", __doc__)
-    return record_cli.read_record(made, made.parse_args(argv), SCHEMA, "breakdown")
+    return record_cli.read_record(made, made.parse_args(argv), SCHEMA_FILE)
 
 
 def main(argv=None):

@@ -29,6 +29,10 @@ spread the margin. Every measurement is recorded, or its error: one failure does
 on a machine whose copy of the tree has no .git.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.bench")
+
 import argparse
 import json
 import subprocess
@@ -258,6 +262,8 @@ def parse_args(argv):
     args.results = _results(parser, args.readme_table) if args.readme_table else None
     if args.out is None:
         args.out = DEFAULT_VERIFY_OUT if args.time_verify else DEFAULT_OUT
+        if not args.readme_table:
+            types.check_output_of(parser, "--out", args.out)
     return args
 
 

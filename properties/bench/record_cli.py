@@ -4,6 +4,7 @@ launches over ``--repeats`` replays for each b of ``--b``."""
 
 from kernel.layout import MAX_TOKENS
 from common import args as types
+from common import records
 from common.args import OneLineParser
 
 MAX_COUNT = 10**7
@@ -22,14 +23,15 @@ def parser(prog, description):
     return made
 
 
-def read_record(made, args, schema, kind):
-    """args.record: the --table file's record (None with --out); a one-line error when it is not a ``kind``
-    record of ``schema``."""
+def read_record(made, args, schema_file):
+    """args.record: the --table file's record (None with --out); a one-line error naming the file and the field
+    when it does not match the JSON schema in ``schema_file``."""
     args.record = None
     if args.table:
-        args.record = types.read_json_object(args.table)
-        if args.record.get("schema") != schema:
-            made.error(f"argument --table: {args.table}: not a {kind} record (schema {schema!r})")
+        try:
+            args.record = records.read(args.table, schema_file)
+        except records.RecordError as exc:
+            made.error(f"argument --table: {exc}")
     return args
 
 

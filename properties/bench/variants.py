@@ -14,6 +14,10 @@ status 1 when an implementation differs from the model or compared nothing, or a
 is written either way), 2 on a bad argument or without a GPU.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.bench.variants")
+
 import argparse
 import hashlib
 import json
@@ -42,6 +46,7 @@ from properties.engine.interface import Implementation
 from common import args as types
 
 SCHEMA = "kernel.variants/1"
+SCHEMA_FILE = Path(__file__).with_name("variants.schema.json")  # what --table reads of a record
 COMMITTED = "committed"
 MODES = ("metadata", "plain")
 TILE_N = 8  # the timed metadata request: tile 8, every expert local (the benchmark's)
@@ -226,7 +231,7 @@ def parse_args(argv):
         args.impls = [load(name, path) for name, path in args.variant]
     except plugins.NotRun as refusal:
         made.error(f"argument --variant: {refusal}")
-    return record_cli.read_record(made, args, SCHEMA, "variants")
+    return record_cli.read_record(made, args, SCHEMA_FILE)
 
 
 def main(argv=None):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Callable
 
 from kernel.layout import MAX_TILE, MAX_TOKENS
+from common.interrupts import raised_by_the_code
 from common.provenance import cuda_reason
 from properties.engine.cases import FIELDS
 from properties.engine.references import DEFAULT as DEFAULT_REFERENCE
@@ -160,7 +161,9 @@ class Implementation:
             return cuda_reason()
         try:
             return self.declaration.unavailable()
-        except Exception as exc:  # a probe that fails to import or build makes it unavailable, with the reason
+        except BaseException as exc:  # a probe that fails (or exits) makes it unavailable, with the reason
+            if not raised_by_the_code(exc):
+                raise
             return f"{type(exc).__name__}: {exc}"
 
     def run(self, case):

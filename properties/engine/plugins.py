@@ -6,8 +6,13 @@ group ``musespark_routing.implementations`` (the entry point's name is the imple
 once before it runs: one call on a drawn case, which must return None, leave the tensors it is given as they
 were (dtype, shape, device, memory) and write every field it declares. One that cannot be imported, is not
 callable, declares something invalid or fails the probe raises NotRun: "implementation NAME not run: <reason>".
+Whatever a plug-in's code does, on import or in any later call (``sys.exit``, ``raise KeyboardInterrupt``, any
+error), is that plug-in's outcome: NotRun naming what it raised, never the end of the command (a signal that
+ends the command is not the plug-in's: common/interrupts.py).
 """
 
+import contextlib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -17,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from common.interrupts import raised_by_the_code
 from kernel.layout import EXPERTS
 from properties.engine.buffers import call_args, device_of, make, reference_ids, synchronize
 from properties.engine.cases import RoutingCase
@@ -39,6 +45,29 @@ class NotRun(ValueError):
         self.name, self.reason = name, reason
 
 
+@contextlib.contextmanager
+def its_code(name, doing=""):
+    """Run a plug-in's code: whatever it raises (SystemExit and KeyboardInterrupt too, but a signal ending the
+    command) becomes NotRun "<doing> raised TYPE: message"; a NotRun passes as it is."""
+    try:
+        yield
+    except NotRun:
+        raise
+    except BaseException as exc:
+        if not raised_by_the_code(exc):
+            raise
+        raise NotRun(name, f"{doing + ' ' if doing else ''}raised {type(exc).__name__}: {_first_line(exc)}") from exc
+
+
+def guarded(name, route):
+    """``route`` that raises NotRun for whatever its code raises (its_code), on every call."""
+    @functools.wraps(route)
+    def call(*args, **kwargs):
+        with its_code(name):
+            return route(*args, **kwargs)
+    return call
+
+
 def parse(spec):
     """(name, target) of ``NAME=MODULE:ATTR`` or ``NAME=PATH.py:ATTR``; ValueError naming the spec."""
     name, sep, target = spec.partition("=")
@@ -58,19 +87,15 @@ def _is_path(where):
 def import_target(name, where):
     """The module ``where`` (a dotted name, or a path to a .py file imported under a name of its own)."""
     if not _is_path(where):
-        try:
+        with its_code(name, f"importing {where}"):  # the plug-in's own import failures, whatever they are
             return importlib.import_module(where)
-        except Exception as exc:  # the plug-in's own import failures, whatever they are, refuse it
-            raise NotRun(name, f"importing {where} raised {type(exc).__name__}: {_first_line(exc)}") from exc
     path = Path(where)
     if not path.is_file():
         raise NotRun(name, f"no file {where}")
     spec = importlib.util.spec_from_file_location(f"routing_plugin_{re.sub(r'[^0-9A-Za-z_]', '_', name)}", path)
     module = importlib.util.module_from_spec(spec)
-    try:
+    with its_code(name, f"importing {where}"):
         spec.loader.exec_module(module)
-    except Exception as exc:  # as above
-        raise NotRun(name, f"importing {where} raised {type(exc).__name__}: {_first_line(exc)}") from exc
     return module
 
 
@@ -88,7 +113,7 @@ def implementation(name, route, source):
         declaration = Declaration.of(getattr(route, "declaration", None))
     except ValueError as exc:
         raise NotRun(name, str(exc)) from exc
-    impl = Implementation(name, route, declaration, source)
+    impl = Implementation(name, guarded(name, route), declaration, source)
     probe(impl)
     return impl
 
@@ -111,12 +136,8 @@ def entry_points():
     found = []
     for point in importlib.metadata.entry_points(group=GROUP):
         try:
-            route = point.load()
-        except Exception as exc:  # as for --impl: refused, never dropped
-            found.append(NotRun(point.name, f"loading entry point {point.value} raised {type(exc).__name__}: "
-                                            f"{_first_line(exc)}"))
-            continue
-        try:
+            with its_code(point.name, f"loading entry point {point.value}"):  # as for --impl: refused, never dropped
+                route = point.load()
             found.append(implementation(point.name, route, f"entry point {point.value}"))
         except NotRun as refusal:
             found.append(refusal)
@@ -164,11 +185,9 @@ def probe(impl):
     args = call_args(made, "metadata" in fields)
     given = {"ids": args[2], "weights": args[3], "metadata": args[6] if len(args) > 6 else None}
     before = {field: (_shown(t), t.data_ptr()) for field, t in given.items() if t is not None}
-    try:
+    with its_code(impl.name):  # whatever the plug-in raises refuses it, with its message
         returned = impl.route(*args)
         synchronize(made.logits.device)
-    except Exception as exc:  # whatever the plug-in raises refuses it, with its message
-        raise NotRun(impl.name, f"raised {type(exc).__name__}: {_first_line(exc)}") from exc
     if returned is not None:
         raise NotRun(impl.name, f"returned {_returned(returned)} instead of writing into the tensors it is given")
     for field, (shown, pointer) in before.items():

@@ -14,8 +14,12 @@ missing case file or one that is not a case file) gives one line and exit 2 befo
 mutant survives, the real kernel fails, or no mutant was run after all.
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.mutants")
+
 import argparse
-import json
+from pathlib import Path
 import sys
 
 from common.provenance import cuda_reason
@@ -23,10 +27,12 @@ from properties.engine import casefile
 from properties.mutants import runner
 from properties.mutants.probe import CORPUS_DIR
 from common import args as types
-from common import interrupts
+from common import interrupts, records
 from common.args import OneLineParser
 
 MAX_JOBS = 64
+# What --reuse and generated --resume read of a record (common/records.py).
+GENERATED_SCHEMA = Path(__file__).with_name("generated.schema.json")
 
 
 def ran_a_mutant(record):
@@ -67,7 +73,7 @@ def _generated(argv):
                         help="these mutants (a name, or a prefix ending at a dot: routing._top_k)")
     parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=None,
                         help="prefilter workers and probes at a time (default: cores, at most 16)")
-    parser.add_argument("--out", type=types.output_file, default=generated.DEFAULT_OUT,
+    parser.add_argument("--out", type=types.output_file, default=str(generated.DEFAULT_OUT),
                         help="the record (default reports/mutants-generated.json)")
     parser.add_argument("--resume", type=types.existing_file, default=None,
                         help="the record this run refreshes (properties/mutants/refresh.py: what each mutant reruns)")
@@ -92,11 +98,11 @@ def _generated(argv):
         parser.error(str(exc))
     if args.resume:
         try:
-            data = json.loads(args.resume.read_text())
-            if not isinstance(data, dict) or data.get("kind") != freshness.RECORD_KIND:
-                raise ValueError(f"its kind is not {freshness.RECORD_KIND!r}")
-        except ValueError as exc:
-            parser.error(f"--resume: {args.resume} is not a generated-mutants record ({exc})")
+            data = records.read(args.resume, GENERATED_SCHEMA)
+            if data.get("kind") != freshness.RECORD_KIND:
+                raise records.RecordError(f"{args.resume}: kind: not {freshness.RECORD_KIND!r}")
+        except records.RecordError as exc:
+            parser.error(f"--resume: not a generated-mutants record: {exc}")
     if args.tier == "gpu" and cuda_reason():
         parser.error(f"--tier gpu: {cuda_reason()}")
     if args.list:

@@ -12,6 +12,10 @@ tree passes, at least one mutant ran and every mutant is killed. Every argument 
 (an unknown --only name, --jobs out of range, --out a folder: one line, exit 2).
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.mutants.harness_run")
+
 import argparse
 import hashlib
 import json
@@ -168,7 +172,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", default=(), metavar="NAME", help="run only these mutants")
     parser.add_argument("--jobs", type=types.integer(1, MAX_JOBS), default=DEFAULT_JOBS,
                         help="mutated copies at a time")
-    parser.add_argument("--out", type=types.output_file, default=DEFAULT_OUT,
+    parser.add_argument("--out", type=types.output_file, default=str(DEFAULT_OUT),
                         help=f"the results file and its .md kill table (default {DEFAULT_OUT.relative_to(REPO_ROOT)})")
     args = parser.parse_args(argv)
     unknown = [name for name in args.only if name not in {m.name for m in harness.CATALOG}]

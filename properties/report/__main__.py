@@ -10,12 +10,17 @@ Exit status: 0 written, 1 not written because matplotlib or jinja2 is missing (o
 arguments or an unreadable file (one line naming it, before anything is written).
 """
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("report")
+
 import argparse
 import sys
 from pathlib import Path
 
-from properties.report import libraries
-from common.args import OneLineParser
+from common import interrupts
+from common.args import OneLineParser, check_output_of
+from properties.report import libraries, page
 
 NOT_WRITTEN = 1
 
@@ -33,9 +38,12 @@ def parse(argv):
     args = parser.parse_args(argv)
     if args.reports.exists() and not args.reports.is_dir():
         parser.error(f"--reports {args.reports}: not a folder")
+    option = "--out" if args.out else "--reports"
     args.out = args.out or args.reports / "index.html"
     if args.out.is_dir() or args.out.suffix != ".html":
         parser.error(f"--out {args.out}: must name an .html file")
+    check_output_of(parser, option, args.out)
+    check_output_of(parser, option, page.image_folder(args.out), folder=True)
     return args
 
 
@@ -70,4 +78,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interrupts.run("report", main))

@@ -4,14 +4,19 @@ it, ``<page stem>-img/``, linked by relative paths so that the page opens from t
 import shutil
 from pathlib import Path
 
-import jinja2
-
 from properties.tools.gate import write_whole
 
 TEMPLATES = Path(__file__).with_name("templates")
 
 
+def image_folder(html_path):
+    """The folder of the figures of the page ``html_path``."""
+    return Path(html_path).with_name(Path(html_path).stem + "-img")
+
+
 def _environment():
+    import jinja2  # optional: properties/report/libraries.py says when it is missing
+
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["us"] = lambda t: "n/a" if t is None else f"{t:.2f}"
@@ -25,7 +30,7 @@ class Images:
     """The figures of one page: ``add`` saves a Figure into the page's image folder and returns its link."""
 
     def __init__(self, html_path):
-        self.folder = Path(html_path).with_name(Path(html_path).stem + "-img")
+        self.folder = image_folder(html_path)
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir(parents=True)
 

@@ -20,15 +20,21 @@ written (``interrupted`` names the signal) and one line says so, exit 130 or 143
 nothing is written. Every --checkpoint-seconds (default 60) the summary of the batches verified so far is written whole, so
 after SIGKILL --resume goes on from it, losing at most that interval; no batch is verified twice.
 
-Exit status: 0 when everything agreed, 1 when an implementation disagreed (case files written) or the run
-verified no row, 2 on bad arguments or an implementation that cannot run ("implementation NAME not run:
-<reason>"), 3 when the model on the device differs from the NumPy model (the reference is not trusted). The
-last line says which: ``soak: PASS``, ``soak: FAIL``, ``soak: NOTHING VERIFIED``, ``soak: MODEL MISMATCH`` or
+Exit status, over the whole run (every chunk a --resume added): 0 when everything agreed, 1 when an
+implementation disagreed (case files written), a plug-in raised or exited mid-run (its outcome, not the
+soak's: the summary of the batches verified before is kept) or the run verified no row, 2 on bad arguments or
+an implementation that cannot run ("implementation NAME not run: <reason>"), 3 when the model on the device
+differs from the NumPy model (the reference is not trusted). The last line says which: ``soak: PASS``,
+``soak: FAIL``, ``soak: NOT RUN``, ``soak: NOTHING VERIFIED``, ``soak: MODEL MISMATCH`` or
 ``soak: INTERRUPTED``, with what was under test ("model only" for --impl model) and what was compared: rows
 against the model on the device, and those also compared with the NumPy model (for the model alone, only
-those count). --bench exits 1 when any bit disagreed while timing
+those count). --resume of a finished run compares nothing more: it prints the stored verdict and exits with it. --bench exits 1 when any bit disagreed while timing
 (last line ``soak bench: FAIL``) and refuses a run with nothing under test (exit 2).
 """
+
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.soak")
 
 import argparse
 import json
@@ -43,7 +49,7 @@ from properties.soak import verdict
 from properties.engine import implementations as registry
 from properties.engine.compare import REFERENCE
 from kernel.layout import MAX_TILE, MAX_TOKENS
-from properties.soak.bulk import FAMILIES
+from properties.soak.bulk import FAMILIES, TIE_FAMILIES
 from properties.soak.loop import Config, implementations, run, under_test
 from properties.soak.graphed import Draws
 from properties.soak.impls import Model
@@ -109,7 +115,7 @@ def parser():
     p.add_argument("--stop-on-failure", action=argparse.BooleanOptionalAction, default=False,
                    help="stop at the first disagreement (--no-stop-on-failure: continue, the default)")
     p.add_argument("--minimise", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--failures-dir", type=types.output_dir, default=DEFAULT_FAILURES,
+    p.add_argument("--failures-dir", type=types.output_dir, default=str(DEFAULT_FAILURES),
                    help=f"case files of disagreements (default {DEFAULT_FAILURES})")
     p.add_argument("--out", dest="summary", type=types.output_file,
                    help=f"summary JSON (default {DEFAULT_SUMMARY}, or the resumed one)")
@@ -141,7 +147,8 @@ def _previous(path):
         raise ValueError(f"--resume: {exc}") from None
     if data.get("format") != SUMMARY_FORMAT:
         raise ValueError(f"--resume: {path}: not a soak summary (format {data.get('format')!r})")
-    fields = {"seed": int, "next_offset": int, "space": dict, "tally": dict}
+    fields = {"seed": int, "next_offset": int, "space": dict, "tally": dict, "implementations": list,
+              "model_mismatches": list}
     wrong = [name for name, kind in fields.items() if not isinstance(data.get(name), kind)]
     wrong += [name for name in ("seed", "next_offset") if name not in wrong and not 0 <= data[name] <= SEED_MAX]
     if not wrong and not _is_tally(data["tally"]):
@@ -169,6 +176,27 @@ def _under_test(args, ctx):
     return chosen
 
 
+# What each planted fault needs of the space to show, the option that gives it and what to ask: a self-test
+# whose fault cannot show would pass without testing anything.
+FAULT_NEEDS = {
+    "writes_the_guard": ("--metadata", lambda space: space.metadata != "off",
+                         "it differs only in the metadata guard: --metadata on or mixed"),
+    "ties_to_highest_index": ("--families", lambda space: bool(set(space.families) & set(TIE_FAMILIES)),
+                              f"it differs only on ties: --families with one of {', '.join(TIE_FAMILIES)}"),
+}
+
+
+def _check_faults(faults, space, resumed):
+    """ValueError naming the option when the space leaves a planted fault of ``faults`` no way to show."""
+    for fault in faults:
+        option, shows, needs = FAULT_NEEDS[fault]
+        if not shows(space):
+            value = getattr(space, option.removeprefix("--"))
+            given = " ".join(value) if isinstance(value, tuple) else value
+            whose = "the resumed run's " if resumed else ""
+            raise ValueError(f"--fault {fault} cannot show with {whose}{option} {given}: {needs}")
+
+
 def _space(args):
     return Space(b=tuple(args.b), renormalize=RENORMALIZE[args.renormalize], metadata=args.metadata,
                  tiles=tuple(args.tile) if args.tile else None, families=tuple(args.families),
@@ -189,34 +217,44 @@ def _config(args, ctx):
             space = Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in previous["space"].items()})
         except (TypeError, ValueError) as exc:
             raise ValueError(f"--resume: {args.resume}: space: {exc}") from None
+    _check_faults(args.fault, space, previous is not None)
+    checkpoint = args.summary or args.resume or DEFAULT_SUMMARY
+    try:
+        types.check_output(checkpoint)  # the default's; --out's and --resume's are their types'
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"argument --out: {exc}") from None
     config = Config(seed=seed, offset=offset, rows=args.rows, seconds=args.seconds, space=space,
                     implementations=tuple(impls), faults=tuple(args.fault), stop_on_failure=args.stop_on_failure,
                     minimise=args.minimise, crosscheck=args.crosscheck, failures_dir=args.failures_dir,
                     progress=args.progress, previous=previous, depth=args.depth, compile_model=args.compile_model,
-                    graph_stages=args.graph_stages, checkpoint=args.summary or args.resume or DEFAULT_SUMMARY,
+                    graph_stages=args.graph_stages, checkpoint=checkpoint,
                     checkpoint_seconds=args.checkpoint_seconds)
     under_test(config)
     return config
 
 
 def _verdict(summary, under_test):
-    """(exit status, last line) of a finished run."""
-    this = summary["this_run"]
+    """(exit status, last line) of a run, over the whole run (every resumed chunk's tally): a plug-in that
+    stopped it, a model mismatch, no row, disagreements, else PASS."""
+    whole = summary["tally"]
     what = ", ".join(under_test) or "model only"
-    crosschecked = this["tally"]["crosscheck_rows"]
+    rows, crosschecked = whole["rows"], whole["crosscheck_rows"]
+    for name, reason in summary.get("not_run", {}).items():
+        return 1, (f"soak: NOT RUN: implementation {name} not run: {reason}; {rows} rows verified before, summary "
+                   "kept (exit 1)")
     if summary["model_mismatches"]:
         return 3, "soak: MODEL MISMATCH: the model on the device differs from the NumPy model (exit 3)"
-    if this["rows"] == 0:
+    if rows == 0:
         return 1, f"soak: NOTHING VERIFIED: 0 rows ({what}) (exit 1)"
     if not under_test and not crosschecked:
-        return 1, f"soak: NOTHING VERIFIED: 0 of {this['rows']} rows compared with the NumPy model ({what}) (exit 1)"
-    bad = sum(this["tally"]["disagreements"].values())
+        return 1, f"soak: NOTHING VERIFIED: 0 of {rows} rows compared with the NumPy model ({what}) (exit 1)"
+    bad = sum(whole["disagreements"].values())
     if bad:
-        return 1, f"soak: FAIL: {bad} disagreeing problem(s) in {this['rows']} rows ({what}) (exit 1)"
+        return 1, f"soak: FAIL: {bad} disagreeing problem(s) in {rows} rows ({what}) (exit 1)"
     if not under_test:
         return 0, (f"soak: PASS: {crosschecked} rows of the model on the device equal to the NumPy model's, of "
-                   f"{this['rows']} drawn ({what}) (exit 0)")
-    return 0, (f"soak: PASS: {this['rows']} rows agreed with the model on the device, {crosschecked} of them also "
+                   f"{rows} drawn ({what}) (exit 0)")
+    return 0, (f"soak: PASS: {rows} rows agreed with the model on the device, {crosschecked} of them also "
                f"compared with the NumPy model ({what}) (exit 0)")
 
 
@@ -278,9 +316,11 @@ def _main(argv, interrupts):
         except (ValueError, OSError, KeyError) as exc:
             p.error(str(exc))
         if config.previous and config.rows is not None and config.previous["tally"]["rows"] >= config.rows:
-            if ctx.leader:
-                print(f"{args.resume}: done, {config.previous['tally']['rows']} rows of {config.rows}")
-            return 0
+            status, line = _verdict(config.previous, config.previous["implementations"])
+            if ctx.leader:  # a finished run compares nothing more: its stored verdict is the answer
+                print(f"{args.resume}: done, {config.previous['tally']['rows']} rows of {config.rows}: its verdict")
+                print(line)
+            return status
         summary = run(config, ctx, interrupts)
         path = config.checkpoint
         if "interrupted" in summary:

@@ -285,6 +285,8 @@ _BUILDERS = {f.__name__: f for f in (
     signed_zeros, minus_inf_bias, infinite_logits, div_full_scaling, ex2_overflow, saturated_score,
     bias_dominates, random_bits, testfloat_patterns, weight_overflow, shared_experts)}
 FAMILIES = (PLAIN, *(name for name in GENERATORS if name in _BUILDERS))
+# The families that draw exact ties where the top 8 is decided, in every problem: where a tie's winner shows.
+TIE_FAMILIES = ("tie_within_lane", "tie_across_lanes", "tie_at_eighth_place", "all_equal", "rounding_tie")
 NOT_IN_BULK = tuple(name for name in GENERATORS if name not in _BUILDERS)
 
 

@@ -126,7 +126,10 @@ def _minimal(impl, batch, reference, got, p):
     for row in range(batch.plan.b if batch.plan.b > 1 else 0):
         sub = _one_row(batch, p, row)
         sub_reference = run_model(sub, REFERENCES[impl.impl.reference])
-        sub_got = impl.enqueue(sub, sub_reference)
+        try:
+            sub_got = impl.enqueue(sub, sub_reference)
+        except NotRun:  # a plug-in that fails on one row: the problem is saved whole
+            break
         if disagreeing_problems(sub_got, sub_reference):
             return sub, 0, row, sub_reference, sub_got
     return batch, p, None, reference, got
@@ -210,7 +213,8 @@ def run(config, ctx, interrupts=None):
     """Run the soak on this rank; returns the summary (the same on every rank). ``interrupts``
     (common/interrupts.py) is deferred once the loop starts; once it has a signal on any rank, no batch is enqueued and the ones in
     flight are retired: the summary (``interrupted``: the signal's name) covers exactly the batches retired,
-    and its next_offset is the first batch not retired, so a resumed run verifies none twice."""
+    and its next_offset is the first batch not retired, so a resumed run verifies none twice. A plug-in whose
+    code raises or exits (NotRun) ends the run the same way, ``not_run`` naming it and why."""
     impls = implementations(config)
     first = impls[0].impl.reference if impls else REFERENCE
     reference = Model.on(ctx.device, config.compile_model, config.graph_stages, reference=first)
@@ -224,14 +228,17 @@ def run(config, ctx, interrupts=None):
     start, step, retired, checkpointed = time.monotonic(), 0, 0, time.monotonic()
     devices = dist.gather(ctx, describe_device(ctx.device))
     enqueuing = config.rows is None or done < config.rows
-    interrupted = False
+    interrupted, not_run = False, None
     if interrupts is not None:
         interrupts.defer()
     while enqueuing or pipeline.in_flight:
         rows_in = 0
         if enqueuing:
-            rows_in = pipeline.enqueue(config.offset + step * ctx.world + ctx.rank).batch.plan.rows
-            step += 1
+            try:
+                rows_in = pipeline.enqueue(config.offset + step * ctx.world + ctx.rank).batch.plan.rows
+                step += 1
+            except NotRun as exc:  # a plug-in raised or exited: its outcome; the batches in flight still retire
+                not_run = exc
         rows, found, mismatch = 0, [], None
         if pipeline.in_flight and (pipeline.full or not enqueuing):
             rows, found, mismatch = _retire(ctx, config, pipeline, tally)
@@ -239,8 +246,9 @@ def run(config, ctx, interrupts=None):
         out_of_time = config.seconds is not None and time.monotonic() - start >= config.seconds
         due = config.checkpoint is not None and time.monotonic() - checkpointed >= config.checkpoint_seconds
         signalled = interrupts is not None and interrupts.requested
-        rows_in, rows, failures, timeouts, bad_model, due, signalled = dist.all_sum(
-            ctx, [rows_in, rows, len(found), int(out_of_time), int(mismatch is not None), int(due), int(signalled)])
+        rows_in, rows, failures, timeouts, bad_model, due, signalled, stopped = dist.all_sum(
+            ctx, [rows_in, rows, len(found), int(out_of_time), int(mismatch is not None), int(due), int(signalled),
+                  int(not_run is not None)])
         done, enqueued = done + rows, enqueued + rows_in
         if failures or bad_model:
             gathered = dist.gather(ctx, (found, mismatch))
@@ -250,7 +258,7 @@ def run(config, ctx, interrupts=None):
         progress.update(rows, sum(tally.disagreements.values()))
         interrupted = interrupted or bool(signalled)
         enqueuing = enqueuing and not (timeouts or bad_model or (config.stop_on_failure and failures) or signalled
-                                       or (config.rows is not None and enqueued >= config.rows))
+                                       or stopped or (config.rows is not None and enqueued >= config.rows))
         if due:
             partial = _summary(config, ctx, _totals(ctx, tally), previous, time.monotonic() - start, retired, written,
                                mismatches, devices, impls, firsts, pipeline)
@@ -262,6 +270,8 @@ def run(config, ctx, interrupts=None):
                        mismatches, devices, impls, firsts, pipeline)
     if interrupted:
         summary["interrupted"] = interrupts.name or "a signal on another rank"
+    if not_run is not None:
+        summary["not_run"] = {not_run.name: not_run.reason}
     return summary
 
 

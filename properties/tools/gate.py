@@ -26,9 +26,13 @@ oracle or the FlashInfer library could not run; a test file or folder it was giv
 named. VERIFY_REQUIRE_GPU must be 1 or 0; VERIFY_IMPL's plug-in specs (checked for form before anything
 runs) reach only the tests meant for plug-ins, as --verify-impl options. SIGTERM or SIGINT: pytest is ended and verify.json says
 INCOMPLETE (the failures so far, the parts not finished); exit 128 + the signal's number. Unknown options,
-profiles, a --reports that is a file or a malformed VERIFY_REQUIRE_GPU or VERIFY_IMPL: one line, exit 2,
-nothing written.
+an unknown profile (--profile, else HYPOTHESIS_PROFILE, as `make verify` passes it), a --reports that cannot
+be written or a malformed VERIFY_REQUIRE_GPU or VERIFY_IMPL: one line, exit 2, nothing written.
 """
+
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("gate")
 
 import argparse
 import json
@@ -52,6 +56,7 @@ from common.provenance import cuda_reason
 from properties.bench import speed_record
 from properties.mutants import freshness
 from properties.tools import depths, gpu_groups, profiles, progress
+from common import args as types
 from common.args import OneLineParser
 
 PROGRESS_S = 20  # a progress line at least this often
@@ -77,15 +82,6 @@ NAMED_SKIPS = (GPU_NOT_RUN, flashinfer_build.NOT_RUN, CHROMIUM_NOT_RUN)
 def named_skip(reason):
     """The name of the accepted skip whose reason ``reason`` is, or None."""
     return next((name for name in NAMED_SKIPS if reason.startswith(name + ": ")), None)
-
-
-def _reports_folder(text):
-    """--reports: a folder, existing or to be made; not a file, nor under one."""
-    path = Path(text)
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise argparse.ArgumentTypeError(f"{existing} is a file, not a folder")
-    return path
 
 
 def _positive(text):
@@ -144,9 +140,10 @@ def parse(argv):
     parser.add_argument("--require-fresh", action="store_true", default=False,
                         help="fail when the committed evidence record was made for other inputs, also without "
                              "--require-gpu (VERIFY_REQUIRE_FRESH=1)")
-    parser.add_argument("--reports", type=_reports_folder, default=ROOT / "reports")
+    parser.add_argument("--reports", type=types.output_dir, default=str(ROOT / "reports"))
     parser.add_argument("--profile", default=None,
-                        help=f"Hypothesis profile (default: {profiles.GATE_GPU} with a GPU, else {profiles.GATE_CPU})")
+                        help=f"Hypothesis profile (default: {profiles.ENV}, else {profiles.GATE_GPU} with a GPU, "
+                        f"else {profiles.GATE_CPU})")
     parser.add_argument("--workers-per-gpu", type=_positive, default=None,
                         help="pytest-xdist workers per GPU (default: from the cores, properties/tools/gpu_groups.py)")
     args = parser.parse_args(argv)
@@ -156,7 +153,9 @@ def parse(argv):
         args.plugins = plugin_specs(os.environ)
     except ValueError as exc:
         parser.error(str(exc))
-    args.profile = args.profile or (profiles.GATE_CPU if cuda_reason() else profiles.GATE_GPU)
+    # as `make verify` passes it: --profile, else a non-empty HYPOTHESIS_PROFILE, else the machine's default
+    args.profile = (args.profile or os.environ.get(profiles.ENV)
+                    or (profiles.GATE_CPU if cuda_reason() else profiles.GATE_GPU))
     problem = profiles.problem(args.profile, profiles.seeded(pytest_args))
     if problem:
         parser.error(problem)

@@ -4,6 +4,10 @@ routes the adversarial row families (properties/inputs/families.py) in batches o
 CUDA graph and times a launch. Prints the first mismatches; exits 1 on any mismatch, 2 on any argument (it
 takes none) or without a CUDA device."""
 
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
+    from common.interrupts import at_start
+    at_start("python -m properties.tools.smoke")
+
 import sys
 import time
 from dataclasses import replace
