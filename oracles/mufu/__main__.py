@@ -16,10 +16,15 @@
     python -m oracles.mufu certify DIR           every step above that a new GPU needs, in order (CERTIFY_STEPS):
                                                  measure, fit, survey DIR, fit-survey DIR, survey-record DIR,
                                                  record-sample, prove; stops at the first that fails
+    python -m oracles.mufu certify-card [--out FILE]  this GPU against the committed model, the tables kept:
+                                                 every table entry and special value measured and compared, the
+                                                 proof's sweeps -> data/certified-<this GPU>.json (or FILE), and
+                                                 where a table differs this GPU's tables beside it (.bin)
+                                                 (oracles/mufu/certification.py); exit 1 unless it certifies the card
 
 Each command's purpose is its record: the command line that names it (measure, fit, record-sample, prove,
-prove-numpy-path; certify, all of its steps') replaces that committed file under oracles/mufu/data/, and nothing else; the --check forms
-write nothing. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
+prove-numpy-path, certify-card; certify, all of its steps') replaces that committed file under oracles/mufu/data/,
+and nothing else; the --check forms and certify-card --out write nothing there. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
 .git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
 
@@ -34,8 +39,8 @@ import torch
 
 from common import interrupts
 from common import provenance
-from common.args import OneLineParser
-from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
+from common.args import OneLineParser, output_file
+from oracles.mufu import certification, fit, hardware, interpolator, recheck, sample, segments, tables
 
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
@@ -266,44 +271,59 @@ def sigmoid_throughput(model):
             "elements_per_second": round(_THROUGHPUT_ELEMENTS / best), "input": "float32 normal(0, 10)"}
 
 
-def prove():
-    from oracles import numpy_model as model
+UNARY_PROVED = ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32")
+DIV_RECIPROCAL, DIV_PAIRS = "div_full_f32(1.0, y)", "div_full_f32(x, y) exponent pairs"
+# What the proof of the primitives sweeps and over how many inputs: every one, the pairs a sample of each exponent pair.
+PROOF_INPUTS = {**{name: 1 << 32 for name in UNARY_PROVED + (DIV_RECIPROCAL,)}, DIV_PAIRS: 256 * 256 * _PAIR_DRAWS}
 
-    throughput = sigmoid_throughput(model)
-    print(f"sigmoid_f32 model on the GPU: {throughput['elements_per_second']:,} elements/s "
-          f"(best of {throughput['runs']} runs over {throughput['elements']:,})", flush=True)
+
+def prove_primitives(model):
+    """{sweep: tally result} of the model's primitives against this GPU, each sweep of PROOF_INPUTS."""
     results = {}
-    for name in ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32"):
+    for name in UNARY_PROVED:
         results[name] = _sweep_unary(getattr(model, name), lambda x, name=name: hardware.unary(name, x))
         print(name, results[name], flush=True)
 
     def one_like(y):
         return torch.ones_like(y)
 
-    results["div_full_f32(1.0, y)"] = _sweep_unary(
+    results[DIV_RECIPROCAL] = _sweep_unary(
         lambda y: model.div_full_f32(one_like(y), y), lambda y: hardware.binary("div_full_f32", one_like(y), y))
-    print("div_full_f32(1.0, y)", results["div_full_f32(1.0, y)"], flush=True)
+    print(DIV_RECIPROCAL, results[DIV_RECIPROCAL], flush=True)
     generator = torch.Generator(device=DEVICE).manual_seed(20261129)
     tally = _Tally()
     for first in range(0, 256, _PAIR_EXPONENTS_PER_CHUNK):
         x, y = _pair_chunk(first, generator)
         tally.add([x, y], hardware.binary("div_full_f32", x, y), model.div_full_f32(x, y))
-    results["div_full_f32(x, y) exponent pairs"] = tally.result()
-    print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
-    approx_results = prove_approx()
+    results[DIV_PAIRS] = tally.result()
+    print("div_full_f32 pairs", results[DIV_PAIRS], flush=True)
+    return results
+
+
+def proof_section(results, approx_results):
+    """The proof's results tied to the model sources they proved (the form exhaustive-proof.json and a card's
+    certification record share)."""
+    return {"model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
+            "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
+                        "is compared bit for bit", "results": results,
+            "approximate_ops": {"model_sources": list(APPROX_SOURCES),
+                                "model_source_sha256": model_source_sha256(APPROX_SOURCES),
+                                "survey_coefficients": segments.COEFFICIENT_FILE.name,
+                                "nan_rule": "as above for float32; 16-bit outputs compared bit for bit, every one",
+                                "results": approx_results}}
+
+
+def prove():
+    from oracles import numpy_model as model
+
+    throughput = sigmoid_throughput(model)
+    print(f"sigmoid_f32 model on the GPU: {throughput['elements_per_second']:,} elements/s "
+          f"(best of {throughput['runs']} runs over {throughput['elements']:,})", flush=True)
     record = {"provenance": provenance.record(), "table_data_sha256": tables.read_provenance()["data_sha256"],
               "coefficients_tables_sha256": interpolator.read()["tables_sha256"],
-              "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
-              "sigmoid_f32_model_throughput": throughput,
-              "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
-                          "is compared bit for bit", "results": results,
-              "approximate_ops": {"model_sources": list(APPROX_SOURCES),
-                                  "model_source_sha256": model_source_sha256(APPROX_SOURCES),
-                                  "survey_coefficients": segments.COEFFICIENT_FILE.name,
-                                  "nan_rule": "as above for float32; 16-bit outputs compared bit for bit, every one",
-                                  "results": approx_results}}
+              **proof_section(prove_primitives(model), prove_approx()), "sigmoid_f32_model_throughput": throughput}
     PROOF_FILE.write_text(json.dumps(record, indent=1) + "\n")
-    every = list(results.values()) + list(approx_results.values())
+    every = list(record["results"].values()) + list(record["approximate_ops"]["results"].values())
     return 0 if all(r["mismatches"] == 0 for r in every) else 1
 
 
@@ -394,6 +414,56 @@ def certify(directory):
     return 0
 
 
+def _keep_tables(measured, out):
+    """This GPU's measured tables beside the record ``out`` (.bin, data/mufu-tables.bin's format): the record's
+    measured_tables_file entry."""
+    try:
+        data, meta = tables.encode(measured)
+    except ValueError as exc:
+        return {"not_stored": str(exc)}
+    out.with_suffix(".bin").write_bytes(data)
+    return {"file": out.with_suffix(".bin").name, "sha256": tables.sha256(data), "tables": meta}
+
+
+def certify_card(out):
+    """This GPU against the committed model (oracles/mufu/certification.py) -> ``out``, and where a table
+    differs this GPU's measured tables beside it (``out`` with .bin); 0 when the record certifies this GPU and
+    every approximate op's proof is clean, else 1 with one line saying what differs."""
+    from oracles import numpy_model as model
+
+    start = time.perf_counter()
+    device = recheck.this_gpu()
+    committed = tables.read_provenance()
+    print(f"certify-card: {certification.card_name(device)} -> {certification.shown(out)}", flush=True)
+    measured = _measure_tables()
+    seen, constants = _measure_specials()
+    compared = certification.compare_tables(measured, tables.load()[0])
+    for name, entry in compared.items():
+        print(f"table {name}: {entry['differing']:,} of {entry['entries']:,} entries differ", flush=True)
+    differ = any(entry["differing"] for entry in compared.values())
+    proof = proof_section(prove_primitives(model), prove_approx())
+    record = {"provenance": provenance.record(),
+              "committed_tables": {"file": tables.DATA_FILE.name, "data_sha256": committed["data_sha256"],
+                                   "measured_on": certification.card_name(certification.card_of(committed))},
+              "tables": compared, "measured_tables_file": _keep_tables(measured, out) if differ else None,
+              "special_values": certification.compare_specials(seen, constants, committed),
+              "proof": proof}
+    status, line = certification.standing(record, out, device)
+    wrong = [op for op, r in record["proof"]["approximate_ops"]["results"].items() if r["mismatches"]]
+    if wrong:
+        line += f"; approximate ops with mismatches, not trusted here: {', '.join(wrong)}"
+    if differ:
+        kept = record["measured_tables_file"]
+        line += (f"; this GPU's tables kept in {kept['file']}" if "file" in kept else
+                 f"; this GPU's tables not kept: {kept['not_stored']}") + " (the model keeps one table set)"
+    passed = status == certification.CERTIFIED and not wrong
+    record.update(verdict="CERTIFIED" if status == certification.CERTIFIED else "FAIL", why=line,
+                  seconds=round(time.perf_counter() - start, 1))
+    out.write_text(json.dumps(certification.validate(record, out), indent=1) + "\n")
+    print(f"certify-card: {'CERTIFIED' if passed else 'FAILED'}: {line}", flush=True)
+    return 0 if passed else 1
+
+
 def main(argv=None):
     parser = OneLineParser(prog="python -m oracles.mufu", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -414,6 +484,9 @@ def main(argv=None):
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     p = sub.add_parser("certify", help="every step a new GPU needs, from measure to prove (GPU)")
     p.add_argument("directory", help="folder for the survey (created)")
+    p = sub.add_parser("certify-card", help="this GPU against the committed tables and model, kept as they are (GPU)")
+    p.add_argument("--out", type=output_file, metavar="FILE",
+                   help="the record (default: oracles/mufu/data/certified-<this GPU>.json, committed)")
     args = parser.parse_args(argv)
     if args.command in ("fit-survey", "survey-record") and not (Path(args.directory) / "survey.json").is_file():
         parser.error(f"directory: {args.directory} holds no survey.json (write one with `survey DIR` on a GPU)")
@@ -436,6 +509,10 @@ def main(argv=None):
         return _survey(args.directory)
     if args.command == "certify":
         return certify(args.directory)
+    if args.command == "certify-card":
+        out = args.out or certification.path_for(recheck.this_gpu())
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return certify_card(out)
     if args.command == "record-sample":
         return record_sample()
     return prove()
