@@ -208,6 +208,11 @@ ROWS = [
     ("oracles.mufu", ["certify"], "directory"),
     ("oracles.mufu", ["certify", "{F}/file.txt"], "directory"),
     ("oracles.mufu", ["certify", "{F}/new"], "certify", PROCESS),
+    ("oracles.mufu", ["certify-card", "--bogus"], "--bogus"),
+    ("oracles.mufu", ["certify-card", "--out"], "--out"),
+    ("oracles.mufu", ["certify-card", "--out", "{F}/cases"], "--out"),
+    ("oracles.mufu", ["certify-card", "--out", "{F}/file.txt/record.json"], "--out"),
+    ("oracles.mufu", ["certify-card"], "certify-card", PROCESS),
     # ---- the NumPy model's speed
     ("oracles.numpy_model.bench", ["--rows", "-1"], "--rows", PROCESS),
     ("oracles.numpy_model.bench", ["--elements", "nan"], "--elements"),
