@@ -10,11 +10,10 @@ import importlib
 import json
 import lzma
 
-import numpy as np
 import pytest
 
 from common import provenance
-from oracles.mufu import certification, recheck, tables
+from oracles.mufu import certification, proof, recheck, tables
 from oracles.mufu.baseline import TABLE_SIZE
 from properties.tools import gate
 
@@ -45,9 +44,9 @@ def _certify(folder, flip=()):
         mp.setattr(provenance, "record", lambda: {**H100, "driver": "d", "cuda": "c", "commit": "x", "date": "t"})
         mp.setattr(mufu, "_measure_tables", lambda: measured)
         mp.setattr(mufu, "_measure_specials", lambda: (spec["special_inputs"], spec["model_constants"]))
-        mp.setattr(mufu, "prove_primitives", lambda model: {k: _result(n) for k, n in mufu.PROOF_INPUTS.items()})
-        mp.setattr(mufu, "prove_approx", lambda: {op: _result(1 << 32) for op in mufu.APPROX_F32}
-                   | {op: _result(1 << 16) for op in mufu.APPROX_16})
+        mp.setattr(mufu, "prove_primitives", lambda model: {k: _result(n) for k, n in proof.PROOF_INPUTS.items()})
+        mp.setattr(mufu, "prove_approx", lambda: {op: _result(1 << 32) for op in proof.APPROX_F32}
+                   | {op: _result(1 << 16) for op in proof.APPROX_16})
         rc = mufu.certify_card(folder / RECORD)
     return rc, json.loads((folder / RECORD).read_text())
 
@@ -80,7 +79,7 @@ def test_certify_card_on_equal_tables_writes_a_record_that_certifies_the_card(ce
         assert entry["entries"] == TABLE_SIZE and entry["differing"] == 0 and entry["first_differing"] == []
         assert entry["sha256"] == entry["committed_sha256"] == spec["tables"][name]["sha256"]
     assert certified["special_values"]["equal"] and certified["committed_tables"]["data_sha256"] == spec["data_sha256"]
-    assert certified["proof"]["model_source_sha256"] == mufu.model_source_sha256()
+    assert certified["proof"]["model_source_sha256"] == proof.model_source_sha256()
     assert certified["provenance"]["gpu"] == H100["gpu"] and "certify-card" not in certified["why"]
 
 
@@ -217,11 +216,16 @@ def _table_missing(record):
     del record["tables"]["ex2_neg"]
 
 
+def _unlisted(record):
+    record["tables"]["rcp"]["differing"] = 2
+
+
 MALFORMED = [(_drop_proof, "(top level): 'proof' is a required property"),
              (_string_count, "tables.rcp.differing: '0' is not of type 'integer'"),
              (_float_count, "tables.rcp.entries: 8388608.0 is not of type 'integer'"),
              (_short_sha, "proof.approximate_ops.model_source_sha256: 'abc' does not match"),
-             (_table_missing, "tables: names ['ex2_pos', 'rcp'], not ['ex2_pos', 'ex2_neg', 'rcp']")]
+             (_table_missing, "tables: names ['ex2_pos', 'rcp'], not ['ex2_pos', 'ex2_neg', 'rcp']"),
+             (_unlisted, "tables.rcp.first_differing: 0 entries listed, 2 differing")]
 
 
 @pytest.mark.parametrize("change, why", MALFORMED, ids=[c.__name__ for c, _ in MALFORMED])

@@ -24,7 +24,7 @@
 
 Each command's purpose is its record: the command line that names it (measure, fit, record-sample, prove,
 prove-numpy-path, certify-card; certify, all of its steps') replaces that committed file under oracles/mufu/data/,
-and nothing else; the --check forms and certify-card --out write nothing there. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
+and nothing else; the --check forms write nothing, certify-card --out FILE writes FILE (and its .bin) instead. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
 .git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
 
@@ -41,10 +41,11 @@ from common import interrupts
 from common import provenance
 from common.args import OneLineParser, output_file
 from oracles.mufu import certification, fit, hardware, interpolator, recheck, sample, segments, tables
+from oracles.mufu.proof import (APPROX_16, APPROX_F32, APPROX_SOURCES, DIV_PAIRS, DIV_RECIPROCAL, MODEL_SOURCES,
+                                PAIR_DRAWS, PROOF_FILE, UNARY_PROVED, model_source_sha256)
 
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
-PROOF_FILE = DATA / "exhaustive-proof.json"
 NUMPY_PATH_FILE = DATA / "numpy-path-proof.json"
 _SIGN = 0x80000000
 _MAX_LISTED = 8
@@ -139,14 +140,10 @@ def _hw_outputs(name, arity, inputs):
     return _host_bits(hardware.binary(name, _cuda_bits(a), _cuda_bits(b)))
 
 
+# The hardware sample's primitives; the approximate ops of oracles.mufu.proof with them, float32 ones sampled like
+# the unary primitives, 16-bit ones over all 2^16 inputs (stratum "all").
 SAMPLED = {"ex2_approx_ftz_f32": 1, "ex2_approx_f32": 1, "rcp_approx_ftz_f32": 1, "sigmoid_f32": 1,
            "add_rn": 2, "mul_rn": 2, "div_full_f32": 2}
-# The other approximate instructions modelled exactly (oracles.numpy_model.approx): float32 ones sampled like
-# the unary primitives above, 16-bit ones over all 2^16 inputs (stratum "all").
-APPROX_F32 = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
-              "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_ftz_f32", "sin_approx_f32", "cos_approx_ftz_f32",
-              "cos_approx_f32", "tanh_approx_f32")
-APPROX_16 = ("ex2_approx_f16", "ex2_approx_ftz_bf16", "tanh_approx_f16", "tanh_approx_bf16")
 HALF_STRATA = {"all": lambda: np.arange(1 << 16, dtype=np.uint16)}
 
 
@@ -173,7 +170,6 @@ def record_sample():
 
 _SWEEP_CHUNK = 1 << 28
 _PAIR_EXPONENTS_PER_CHUNK = 16
-_PAIR_DRAWS = 1 << 14  # per (exponent a, exponent b): 65,536 x 16,384 = 1,073,741,824 pairs
 _EDGE_SIGNIFICANDS = (0, 1, 0x400000, 0x7FFFFF)
 
 
@@ -217,7 +213,7 @@ def _sweep_unary(model_fn, hw_fn):
 
 
 def _pair_chunk(first_exponent, generator):
-    shape = (_PAIR_EXPONENTS_PER_CHUNK, 256, _PAIR_DRAWS)
+    shape = (_PAIR_EXPONENTS_PER_CHUNK, 256, PAIR_DRAWS)
     exp_a = torch.arange(first_exponent, first_exponent + shape[0], device=DEVICE).view(-1, 1, 1)
     exp_b = torch.arange(256, device=DEVICE).view(1, -1, 1)
     rand = torch.randint(0, 1 << 25, (2,) + shape, device=DEVICE, generator=generator, dtype=torch.int32)
@@ -232,23 +228,6 @@ def _pair_chunk(first_exponent, generator):
         return ((signs[i] << 31) | (exponent.to(torch.int32) << 23) | significands[i]).view(torch.float32).flatten()
 
     return make(0, exp_a.expand(shape)), make(1, exp_b.expand(shape))
-
-
-MODEL_SOURCES = ("oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py", "oracles/mufu/interpolator.py",
-                 "oracles/mufu/data/mufu-coefficients.json")
-
-
-def model_source_sha256(sources=MODEL_SOURCES):
-    """sha256 over a model's sources and coefficients, so a proof is tied to the model it proved."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    return tables.sha256(b"".join((root / name).read_bytes() for name in sources))
-
-
-APPROX_SOURCES = ("oracles/numpy_model/approx.py", "oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py",
-                  "oracles/mufu/interpolator.py", "oracles/mufu/segments.py",
-                  "oracles/mufu/data/mufu-coefficients.json", "oracles/mufu/data/mufu-survey-coefficients.json")
 
 
 _THROUGHPUT_ELEMENTS = 1 << 28
@@ -269,12 +248,6 @@ def sigmoid_throughput(model):
         best = min(best, time.perf_counter() - start)
     return {"elements": _THROUGHPUT_ELEMENTS, "runs": _THROUGHPUT_RUNS, "best_seconds": round(best, 4),
             "elements_per_second": round(_THROUGHPUT_ELEMENTS / best), "input": "float32 normal(0, 10)"}
-
-
-UNARY_PROVED = ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32")
-DIV_RECIPROCAL, DIV_PAIRS = "div_full_f32(1.0, y)", "div_full_f32(x, y) exponent pairs"
-# What the proof of the primitives sweeps and over how many inputs: every one, the pairs a sample of each exponent pair.
-PROOF_INPUTS = {**{name: 1 << 32 for name in UNARY_PROVED + (DIV_RECIPROCAL,)}, DIV_PAIRS: 256 * 256 * _PAIR_DRAWS}
 
 
 def prove_primitives(model):

@@ -24,6 +24,7 @@ import numpy as np
 from common.provenance import REPO_ROOT
 from oracles.mufu import tables
 from oracles.mufu.baseline import TABLE_SIZE
+from oracles.mufu.proof import PROOF_INPUTS, model_source_sha256
 
 FOLDER = tables.DATA_DIR
 PREFIX = "certified-"
@@ -67,14 +68,18 @@ def _validator():
 
 
 def validate(record, path):
-    """``record`` unchanged when it has the schema's form and names every table; ValueError naming ``path``
-    and the field otherwise."""
+    """``record`` unchanged when it has the schema's form, names every table and lists the first differing
+    entries of each that differs; ValueError naming ``path`` and the field otherwise."""
     error = jsonschema.exceptions.best_match(_validator().iter_errors(record))
     if error is not None:
         field = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise ValueError(f"{shown(path)}: {field}: {error.message}")
     if sorted(record["tables"]) != sorted(tables.TABLE_NAMES):
         raise ValueError(f"{shown(path)}: tables: names {sorted(record['tables'])}, not {list(tables.TABLE_NAMES)}")
+    for name, entry in record["tables"].items():
+        if bool(entry["differing"]) != bool(entry["first_differing"]):
+            raise ValueError(f"{shown(path)}: tables.{name}.first_differing: {len(entry['first_differing'])} entries "
+                             f"listed, {entry['differing']} differing")
     return record
 
 
@@ -133,8 +138,6 @@ def standing(record, path, device, source_sha256=None):
     not every entry, a stale or partial proof), DIFFERS where it shows the model wrong here (a table entry or
     special value differs, the proof has mismatches). ``source_sha256``: the primitives' model sources now
     (default: their hash here)."""
-    from oracles.mufu.__main__ import PROOF_INPUTS, model_source_sha256
-
     name = shown(path)
     if card_of(record) != device:
         return NOT_USED, f"{name} is the record of {card_name(card_of(record))}, this GPU is {card_name(device)}"

@@ -13,6 +13,7 @@ import numpy as np
 
 from oracles.mufu import certification, tables
 from oracles.mufu.certification import card_name as _name
+from oracles.mufu.proof import APPROX_16, APPROX_F32, APPROX_SOURCES, PROOF_FILE, model_source_sha256
 
 SAMPLE_PER_TABLE = 4096
 MEASURE_COMMAND = f"{certification.COMMAND} on this GPU measures every entry and records what differs"
@@ -81,8 +82,6 @@ def approx_trust(record=None, device=None, source_sha256=None):
     (``source_sha256``, default: their hash here), on the GPU model ``device`` (default: this_gpu()): the proof
     ``record`` (default: data/exhaustive-proof.json) on its own GPU model, the committed certification record
     of ``device`` where it certifies that card (certification.standing)."""
-    from oracles.mufu.__main__ import APPROX_16, APPROX_F32, APPROX_SOURCES, PROOF_FILE, model_source_sha256
-
     record = json.loads(PROOF_FILE.read_text()) if record is None else record
     device = device or this_gpu()
     proved_on, section, refused = _name(certification.card_of(record)), record.get("approximate_ops"), None
