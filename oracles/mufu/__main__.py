@@ -24,8 +24,9 @@
 
 Each command's purpose is its record: the command line that names it (measure, fit, record-sample, prove,
 prove-numpy-path, certify-card; certify, all of its steps') replaces that committed file under oracles/mufu/data/,
-and nothing else; the --check forms write nothing, certify-card --out FILE writes FILE (and its .bin) instead. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
-.git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
+and nothing else; the --check forms write nothing, certify-card --out FILE writes FILE (and its .bin) instead.
+Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without .git). Misuse (an
+unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
 
 import argparse
@@ -400,8 +401,9 @@ def _keep_tables(measured, out):
 
 def certify_card(out):
     """This GPU against the committed model (oracles/mufu/certification.py) -> ``out``, and where a table
-    differs this GPU's measured tables beside it (``out`` with .bin); 0 when the record certifies this GPU and
-    every approximate op's proof is clean, else 1 with one line saying what differs."""
+    differs this GPU's measured tables beside it (``out`` with .bin); 0 (the record's verdict CERTIFIED) when
+    the record certifies this GPU and every approximate op's proof is clean, else 1 (FAIL) with one line saying
+    what differs. The trust readers give a record is certification.standing's, not this verdict."""
     from oracles import numpy_model as model
 
     start = time.perf_counter()
@@ -430,8 +432,7 @@ def certify_card(out):
         line += (f"; this GPU's tables kept in {kept['file']}" if "file" in kept else
                  f"; this GPU's tables not kept: {kept['not_stored']}") + " (the model keeps one table set)"
     passed = status == certification.CERTIFIED and not wrong
-    record.update(verdict="CERTIFIED" if status == certification.CERTIFIED else "FAIL", why=line,
-                  seconds=round(time.perf_counter() - start, 1))
+    record.update(verdict="CERTIFIED" if passed else "FAIL", why=line, seconds=round(time.perf_counter() - start, 1))
     out.write_text(json.dumps(certification.validate(record, out), indent=1) + "\n")
     print(f"certify-card: {'CERTIFIED' if passed else 'FAILED'}: {line}", flush=True)
     return 0 if passed else 1
