@@ -260,6 +260,11 @@ ROWS = [
     ("oracles.mufu", ["survey", "{F}/file.txt/survey"], "directory"),
     ("oracles.mufu", ["fit-survey", "{F}/bad-survey"], "bad-survey/survey.json: chunks"),
     ("oracles.mufu", ["survey-record", "{F}/binary-survey"], "not JSON"),
+    ("oracles.mufu", ["certify-card", "--bogus"], "--bogus"),
+    ("oracles.mufu", ["certify-card", "--out"], "--out"),
+    ("oracles.mufu", ["certify-card", "--out", "{F}/cases"], "--out"),
+    ("oracles.mufu", ["certify-card", "--out", "{F}/file.txt/record.json"], "--out"),
+    ("oracles.mufu", ["certify-card"], "certify-card", PROCESS),
     # ---- the NumPy model's speed
     ("oracles.numpy_model.bench", ["--rows", "-1"], "--rows", PROCESS),
     ("oracles.numpy_model.bench", ["--elements", "nan"], "--elements"),

@@ -80,7 +80,7 @@ def test_the_gate_starts_a_worker_group_per_gpu_and_names_the_count(options, per
     monkeypatch.setattr(gate.os, "cpu_count", lambda: 20)
     monkeypatch.setattr(gate, "oracles_not_run", lambda: {})
     monkeypatch.setattr(gate, "check_mufu", lambda gpu_reason: {"ran": True, "failed": False, "why": "held",
-                                                                "seconds": 0.0})
+                                                                "seconds": 0.0, "certified_on": ["a card"]})
     monkeypatch.setattr(gate, "run_tests", fake_run_tests)
     monkeypatch.setattr(gate, "build_flashinfer", lambda require_gpu: {"ran": True, "failed": False, "why": "",
                                                                        "seconds": 0.0})

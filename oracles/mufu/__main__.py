@@ -16,11 +16,17 @@
     python -m oracles.mufu certify DIR           every step above that a new GPU needs, in order (CERTIFY_STEPS):
                                                  measure, fit, survey DIR, fit-survey DIR, survey-record DIR,
                                                  record-sample, prove; stops at the first that fails
+    python -m oracles.mufu certify-card [--out FILE]  this GPU against the committed model, the tables kept:
+                                                 every table entry and special value measured and compared, the
+                                                 proof's sweeps -> certified/certified-<this GPU>.json (or FILE), and
+                                                 where a table differs this GPU's tables beside it (.bin)
+                                                 (oracles/mufu/certification.py); exit 1 unless it certifies the card
 
 Each command's purpose is its record: the command line that names it (measure, fit, record-sample, prove,
-prove-numpy-path; certify, all of its steps') replaces that committed file under oracles/mufu/data/, and nothing else; the --check forms
-write nothing. Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without
-.git). Misuse (an unknown command or option, a GPU command without CUDA) gives one line and exit 2.
+prove-numpy-path, certify-card; certify, all of its steps') replaces that committed file under oracles/mufu/data/,
+and nothing else; the --check forms write nothing, certify-card --out FILE writes FILE (and its .bin) instead.
+Set GIT_COMMIT to the commit being measured (the GPU machine gets a copy of the tree without .git). Misuse (an
+unknown command or option, a GPU command without CUDA) gives one line and exit 2.
 """
 
 if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
@@ -41,11 +47,12 @@ from common import provenance
 from common import args as types
 from common import records
 from common.args import OneLineParser
-from oracles.mufu import fit, hardware, interpolator, sample, segments, tables
+from oracles.mufu import certification, fit, hardware, interpolator, recheck, sample, segments, tables
+from oracles.mufu.proof import (APPROX_16, APPROX_F32, APPROX_SOURCES, DIV_PAIRS, DIV_RECIPROCAL, MODEL_SOURCES,
+                                PAIR_DRAWS, PROOF_FILE, UNARY_PROVED, model_source_sha256)
 
 DATA = tables.DATA_DIR
 SAMPLE_FILE = DATA / "hardware-sample.json"
-PROOF_FILE = DATA / "exhaustive-proof.json"
 NUMPY_PATH_FILE = DATA / "numpy-path-proof.json"
 SURVEY_SCHEMA = Path(__file__).with_name("survey.schema.json")  # what fit-survey and survey-record read
 _SIGN = 0x80000000
@@ -141,14 +148,10 @@ def _hw_outputs(name, arity, inputs):
     return _host_bits(hardware.binary(name, _cuda_bits(a), _cuda_bits(b)))
 
 
+# The hardware sample's primitives; the approximate ops of oracles.mufu.proof with them, float32 ones sampled like
+# the unary primitives, 16-bit ones over all 2^16 inputs (stratum "all").
 SAMPLED = {"ex2_approx_ftz_f32": 1, "ex2_approx_f32": 1, "rcp_approx_ftz_f32": 1, "sigmoid_f32": 1,
            "add_rn": 2, "mul_rn": 2, "div_full_f32": 2}
-# The other approximate instructions modelled exactly (oracles.numpy_model.approx): float32 ones sampled like
-# the unary primitives above, 16-bit ones over all 2^16 inputs (stratum "all").
-APPROX_F32 = ("rcp_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f32", "sqrt_approx_ftz_f32", "sqrt_approx_f32",
-              "lg2_approx_ftz_f32", "lg2_approx_f32", "sin_approx_ftz_f32", "sin_approx_f32", "cos_approx_ftz_f32",
-              "cos_approx_f32", "tanh_approx_f32")
-APPROX_16 = ("ex2_approx_f16", "ex2_approx_ftz_bf16", "tanh_approx_f16", "tanh_approx_bf16")
 HALF_STRATA = {"all": lambda: np.arange(1 << 16, dtype=np.uint16)}
 
 
@@ -175,7 +178,6 @@ def record_sample():
 
 _SWEEP_CHUNK = 1 << 28
 _PAIR_EXPONENTS_PER_CHUNK = 16
-_PAIR_DRAWS = 1 << 14  # per (exponent a, exponent b): 65,536 x 16,384 = 1,073,741,824 pairs
 _EDGE_SIGNIFICANDS = (0, 1, 0x400000, 0x7FFFFF)
 
 
@@ -219,7 +221,7 @@ def _sweep_unary(model_fn, hw_fn):
 
 
 def _pair_chunk(first_exponent, generator):
-    shape = (_PAIR_EXPONENTS_PER_CHUNK, 256, _PAIR_DRAWS)
+    shape = (_PAIR_EXPONENTS_PER_CHUNK, 256, PAIR_DRAWS)
     exp_a = torch.arange(first_exponent, first_exponent + shape[0], device=DEVICE).view(-1, 1, 1)
     exp_b = torch.arange(256, device=DEVICE).view(1, -1, 1)
     rand = torch.randint(0, 1 << 25, (2,) + shape, device=DEVICE, generator=generator, dtype=torch.int32)
@@ -234,23 +236,6 @@ def _pair_chunk(first_exponent, generator):
         return ((signs[i] << 31) | (exponent.to(torch.int32) << 23) | significands[i]).view(torch.float32).flatten()
 
     return make(0, exp_a.expand(shape)), make(1, exp_b.expand(shape))
-
-
-MODEL_SOURCES = ("oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py", "oracles/mufu/interpolator.py",
-                 "oracles/mufu/data/mufu-coefficients.json")
-
-
-def model_source_sha256(sources=MODEL_SOURCES):
-    """sha256 over a model's sources and coefficients, so a proof is tied to the model it proved."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    return tables.sha256(b"".join((root / name).read_bytes() for name in sources))
-
-
-APPROX_SOURCES = ("oracles/numpy_model/approx.py", "oracles/numpy_model/primitives.py", "oracles/numpy_model/_xp.py",
-                  "oracles/mufu/interpolator.py", "oracles/mufu/segments.py",
-                  "oracles/mufu/data/mufu-coefficients.json", "oracles/mufu/data/mufu-survey-coefficients.json")
 
 
 _THROUGHPUT_ELEMENTS = 1 << 28
@@ -273,44 +258,53 @@ def sigmoid_throughput(model):
             "elements_per_second": round(_THROUGHPUT_ELEMENTS / best), "input": "float32 normal(0, 10)"}
 
 
-def prove():
-    from oracles import numpy_model as model
-
-    throughput = sigmoid_throughput(model)
-    print(f"sigmoid_f32 model on the GPU: {throughput['elements_per_second']:,} elements/s "
-          f"(best of {throughput['runs']} runs over {throughput['elements']:,})", flush=True)
+def prove_primitives(model):
+    """{sweep: tally result} of the model's primitives against this GPU, each sweep of PROOF_INPUTS."""
     results = {}
-    for name in ("ex2_approx_ftz_f32", "ex2_approx_f32", "rcp_approx_ftz_f32", "sigmoid_f32"):
+    for name in UNARY_PROVED:
         results[name] = _sweep_unary(getattr(model, name), lambda x, name=name: hardware.unary(name, x))
         print(name, results[name], flush=True)
 
     def one_like(y):
         return torch.ones_like(y)
 
-    results["div_full_f32(1.0, y)"] = _sweep_unary(
+    results[DIV_RECIPROCAL] = _sweep_unary(
         lambda y: model.div_full_f32(one_like(y), y), lambda y: hardware.binary("div_full_f32", one_like(y), y))
-    print("div_full_f32(1.0, y)", results["div_full_f32(1.0, y)"], flush=True)
+    print(DIV_RECIPROCAL, results[DIV_RECIPROCAL], flush=True)
     generator = torch.Generator(device=DEVICE).manual_seed(20261129)
     tally = _Tally()
     for first in range(0, 256, _PAIR_EXPONENTS_PER_CHUNK):
         x, y = _pair_chunk(first, generator)
         tally.add([x, y], hardware.binary("div_full_f32", x, y), model.div_full_f32(x, y))
-    results["div_full_f32(x, y) exponent pairs"] = tally.result()
-    print("div_full_f32 pairs", results["div_full_f32(x, y) exponent pairs"], flush=True)
-    approx_results = prove_approx()
+    results[DIV_PAIRS] = tally.result()
+    print("div_full_f32 pairs", results[DIV_PAIRS], flush=True)
+    return results
+
+
+def proof_section(results, approx_results):
+    """The proof's results tied to the model sources they proved (the form exhaustive-proof.json and a card's
+    certification record share)."""
+    return {"model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
+            "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
+                        "is compared bit for bit", "results": results,
+            "approximate_ops": {"model_sources": list(APPROX_SOURCES),
+                                "model_source_sha256": model_source_sha256(APPROX_SOURCES),
+                                "survey_coefficients": segments.COEFFICIENT_FILE.name,
+                                "nan_rule": "as above for float32; 16-bit outputs compared bit for bit, every one",
+                                "results": approx_results}}
+
+
+def prove():
+    from oracles import numpy_model as model
+
+    throughput = sigmoid_throughput(model)
+    print(f"sigmoid_f32 model on the GPU: {throughput['elements_per_second']:,} elements/s "
+          f"(best of {throughput['runs']} runs over {throughput['elements']:,})", flush=True)
     record = {"provenance": provenance.record(), "table_data_sha256": tables.read_provenance()["data_sha256"],
               "coefficients_tables_sha256": interpolator.read()["tables_sha256"],
-              "model_sources": list(MODEL_SOURCES), "model_source_sha256": model_source_sha256(),
-              "sigmoid_f32_model_throughput": throughput,
-              "nan_rule": "an input NaN matches when hardware and model both give a NaN; every other output "
-                          "is compared bit for bit", "results": results,
-              "approximate_ops": {"model_sources": list(APPROX_SOURCES),
-                                  "model_source_sha256": model_source_sha256(APPROX_SOURCES),
-                                  "survey_coefficients": segments.COEFFICIENT_FILE.name,
-                                  "nan_rule": "as above for float32; 16-bit outputs compared bit for bit, every one",
-                                  "results": approx_results}}
+              **proof_section(prove_primitives(model), prove_approx()), "sigmoid_f32_model_throughput": throughput}
     PROOF_FILE.write_text(json.dumps(record, indent=1) + "\n")
-    every = list(results.values()) + list(approx_results.values())
+    every = list(record["results"].values()) + list(record["approximate_ops"]["results"].values())
     return 0 if all(r["mismatches"] == 0 for r in every) else 1
 
 
@@ -401,6 +395,56 @@ def certify(directory):
     return 0
 
 
+def _keep_tables(measured, out):
+    """This GPU's measured tables beside the record ``out`` (.bin, data/mufu-tables.bin's format): the record's
+    measured_tables_file entry."""
+    try:
+        data, meta = tables.encode(measured)
+    except ValueError as exc:
+        return {"not_stored": str(exc)}
+    out.with_suffix(".bin").write_bytes(data)
+    return {"file": out.with_suffix(".bin").name, "sha256": tables.sha256(data), "tables": meta}
+
+
+def certify_card(out):
+    """This GPU against the committed model (oracles/mufu/certification.py) -> ``out``, and where a table
+    differs this GPU's measured tables beside it (``out`` with .bin); 0 (the record's verdict CERTIFIED) when
+    the record certifies this GPU and every approximate op's proof is clean, else 1 (FAIL) with one line saying
+    what differs. The trust readers give a record is certification.standing's, not this verdict."""
+    from oracles import numpy_model as model
+
+    start = time.perf_counter()
+    device = recheck.this_gpu()
+    committed = tables.read_provenance()
+    print(f"certify-card: {certification.card_name(device)} -> {certification.shown(out)}", flush=True)
+    measured = _measure_tables()
+    seen, constants = _measure_specials()
+    compared = certification.compare_tables(measured, tables.load()[0])
+    for name, entry in compared.items():
+        print(f"table {name}: {entry['differing']:,} of {entry['entries']:,} entries differ", flush=True)
+    differ = any(entry["differing"] for entry in compared.values())
+    proof = proof_section(prove_primitives(model), prove_approx())
+    record = {"provenance": provenance.record(),
+              "committed_tables": {"file": tables.DATA_FILE.name, "data_sha256": committed["data_sha256"],
+                                   "measured_on": certification.card_name(certification.card_of(committed))},
+              "tables": compared, "measured_tables_file": _keep_tables(measured, out) if differ else None,
+              "special_values": certification.compare_specials(seen, constants, committed),
+              "proof": proof}
+    status, line = certification.standing(record, out, device)
+    wrong = [op for op, r in record["proof"]["approximate_ops"]["results"].items() if r["mismatches"]]
+    if wrong:
+        line += f"; approximate ops with mismatches, not trusted here: {', '.join(wrong)}"
+    if differ:
+        kept = record["measured_tables_file"]
+        line += (f"; this GPU's tables kept in {kept['file']}" if "file" in kept else
+                 f"; this GPU's tables not kept: {kept['not_stored']}") + " (the model keeps one table set)"
+    passed = status == certification.CERTIFIED and not wrong
+    record.update(verdict="CERTIFIED" if passed else "FAIL", why=line, seconds=round(time.perf_counter() - start, 1))
+    out.write_text(json.dumps(certification.validate(record, out), indent=1) + "\n")
+    print(f"certify-card: {'CERTIFIED' if passed else 'FAILED'}: {line}", flush=True)
+    return 0 if passed else 1
+
+
 def main(argv=None):
     parser = OneLineParser(prog="python -m oracles.mufu", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -421,6 +465,9 @@ def main(argv=None):
     sub.add_parser("prove-numpy-path", help="(CPU) NumPy's common-path sigmoid vs the generic path, every input")
     p = sub.add_parser("certify", help="every step a new GPU needs, from measure to prove (GPU)")
     p.add_argument("directory", type=types.output_dir, help="folder for the survey (created)")
+    p = sub.add_parser("certify-card", help="this GPU against the committed tables and model, kept as they are (GPU)")
+    p.add_argument("--out", type=types.output_file, metavar="FILE",
+                   help="the record (default: oracles/mufu/certified/<this GPU>.json, committed)")
     args = parser.parse_args(argv)
     if args.command in ("fit-survey", "survey-record"):
         if not (Path(args.directory) / "survey.json").is_file():
@@ -446,6 +493,10 @@ def main(argv=None):
         return _survey(args.directory)
     if args.command == "certify":
         return certify(args.directory)
+    if args.command == "certify-card":
+        out = args.out or certification.path_for(recheck.this_gpu())
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return certify_card(out)
     if args.command == "record-sample":
         return record_sample()
     return prove()

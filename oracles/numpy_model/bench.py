@@ -53,7 +53,7 @@ def main(argv=None):
 
 def _approx(x, h, repeats):
     """M values/s of every modelled approximate op: float32 ones on |N(0, 10)|, 16-bit ones on random patterns."""
-    from oracles.mufu.__main__ import APPROX_16, APPROX_F32
+    from oracles.mufu.proof import APPROX_16, APPROX_F32
     from oracles.numpy_model import approx
 
     for names, values, what in ((APPROX_F32, x, "|N(0, 10)| float32"), (APPROX_16, h, "random 16-bit patterns")):

@@ -48,6 +48,8 @@ def verify(source, page_dir):
         "gpu": d.get("gpu"), "profile": d.get("hypothesis_profile"), "require_gpu": d.get("require_gpu"),
         "seconds": d.get("seconds"), "pytest_args": " ".join(d.get("pytest_args", [])),
         "flashinfer_build": build.get("why", ""), "oracles_not_run": d.get("oracles_not_run", {}),
+        "mufu_tables": (d.get("mufu_tables") or {}).get("why", ""),
+        "mufu_certified_on": (d.get("mufu_tables") or {}).get("certified_on", []),
         "named_skips": tests.get("named_skips", {}), "unnamed_skips": tests.get("unnamed_skips", []),
         "gpu_checks_not_run": tests.get("gpu_checks_not_run"), "finished": tests.get("finished"),
         "environment": {"GPU": env.get("gpu") or "none", "driver": env.get("driver"), "CUDA": env.get("cuda"),

@@ -15,7 +15,8 @@ stale one fails the gate with VERIFY_REQUIRE_GPU=1 (a GPU runner, which can refr
 Parts: the FlashInfer oracle build (nvcc; "not run" with the reason where nvcc or the sources are missing),
 then the test suite (CPU tier everywhere, GPU tier where CUDA exists and the tables hold) and, while its workers
 start, on a GPU the oracles' import probes and the MUFU tables' provenance against this GPU
-(oracles/mufu/recheck.py; tables that differ stop the suite, which runs again without its GPU tier). While the suite
+(oracles/mufu/recheck.py; tables that differ stop the suite, which runs again without its GPU tier), and the GPU
+models the model is certified on (oracles/mufu/certification.py). While the suite
 runs: "N of M tests done" at least every PROGRESS_S seconds, and each failure's test id when it is known.
 Writes DIR/verify.json (verdict, the reasons for a FAIL, per-part counts, commit, date, host, GPU, package
 versions) and DIR/junit.xml, each whole or not at all; the previous run's reports are removed first.
@@ -50,7 +51,7 @@ from pytest import ExitCode
 
 from common import provenance
 from oracles.flashinfer_routing import build as flashinfer_build
-from oracles.mufu import recheck
+from oracles.mufu import certification, recheck
 from common.provenance import REPO_ROOT as ROOT
 from common.provenance import cuda_reason
 from properties.bench import speed_record
@@ -210,18 +211,30 @@ def build_flashinfer(require_gpu):
     return {"ran": True, "failed": False, "why": "", "seconds": time.monotonic() - started}
 
 
+def certified_on():
+    """The GPU models the model's MUFU tables are certified on, one line each (oracles/mufu/certification.py),
+    or one line saying why that is not known."""
+    try:
+        return certification.cards()
+    except (OSError, ValueError) as exc:
+        return [f"not known: {exc}"]
+
+
 def check_mufu(gpu_reason):
-    """The MUFU tables part, on a GPU: the tables' GPU model against this one, a sample measured again on
-    another model (oracles/mufu/recheck.py). {"ran", "failed", "why", "seconds"}; failed: the GPU tier must
-    not run, since the model would blame the kernel for this GPU's own answers."""
+    """The MUFU tables part, on a GPU: the tables' GPU model against this one, on another model its
+    certification record or a sample measured again (oracles/mufu/recheck.py). {"ran", "failed", "why",
+    "seconds", "certified_on"}; failed: the GPU tier must not run, since the model would blame the kernel for
+    this GPU's own answers. "certified_on" (certified_on()) is there on a CPU too."""
     if gpu_reason is not None:
-        return {"ran": False, "failed": False, "why": f"not run: {gpu_reason}", "seconds": 0.0}
+        return {"ran": False, "failed": False, "why": f"not run: {gpu_reason}", "seconds": 0.0,
+                "certified_on": certified_on()}
     started = time.monotonic()
     try:
         holds, line = recheck.check()
     except Exception as exc:  # a sample that cannot be measured is a tier that cannot be trusted, not a crash
-        holds, line = False, f"MUFU tables could not be sampled on this GPU: {type(exc).__name__}: {exc}"
-    return {"ran": True, "failed": not holds, "why": line, "seconds": time.monotonic() - started}
+        holds, line = False, f"MUFU tables could not be checked on this GPU: {type(exc).__name__}: {exc}"
+    return {"ran": True, "failed": not holds, "why": line, "seconds": time.monotonic() - started,
+            "certified_on": certified_on()}
 
 
 def check_evidence(path=freshness.EVIDENCE):
@@ -492,6 +505,8 @@ def _run(args, pytest_args):
                     parts["mufu tables"] = check_mufu(gpu_reason)
                     if not gpu_reason:
                         print(f"gate: mufu tables: {parts['mufu tables']['why']}", flush=True)
+                    print(f"gate: mufu model certified on: {'; '.join(parts['mufu tables']['certified_on'])}",
+                          flush=True)
                     ticker.part = "evidence"
                     parts["evidence"] = check_evidence()
                     print(f"gate: evidence: {parts['evidence']['why']}", flush=True)
