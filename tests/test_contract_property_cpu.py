@@ -3,6 +3,10 @@ independent predicate says a call is invalid, names the argument it names for th
 changes no byte; a call valid in all but the device is refused naming the logits' device. The checked-call
 cache's key tells apart every twin that differs from a valid call in one thing the predicate reads.
 
+Route's torch op on fake CUDA tensors (properties/contract/fake.py) is held to the same predicate without its
+address clauses, and a fake that accepts a bad call, refuses a good one or leaves route's own address checks off
+is caught.
+
 The GPU tier's own logic runs here too, with the CPU standing in for a GPU (the device clauses satisfied by
 it, the model as the compiled kernel): a valid call's bytes are compared with the model's outputs and
 caught when one byte beside them or one bit in them is wrong, and the cache's twins pass a right cache and
@@ -20,7 +24,7 @@ from hypothesis import given
 import oracles.numpy_model as model
 from kernel import contract, routing
 from kernel.layout import metadata_size
-from properties.contract import cache, check, predicate
+from properties.contract import cache, check, fake, predicate
 from properties.contract.calls import make, valid_call
 from properties.contract.check import breaches
 from properties.contract.edges import targeted
@@ -127,6 +131,48 @@ def test_the_check_catches_a_wrong_name_a_wrong_clause_a_written_byte_and_anothe
         lines = breaches(call, CPU, route)
         assert any(want in line for line in lines), (route.__name__, lines)
     assert breaches(call, CPU, lambda **arguments: routing.route(**arguments)) == []
+
+
+# ---------------------------------------------------------------------------------------------- the op's fake
+
+FAKEABLE = [call for cases in TARGETED.values() for call in cases.values() if fake.fakeable(call)]
+
+
+def test_the_fake_tier_reaches_every_clause_the_ops_schema_lets_through_and_both_address_clauses():
+    """Every clause but those the op's schema answers before route (a scale, a renormalize or a tensor of
+    another type) and the layout (no sparse or nested fake without CUDA); the address clauses, which the fake
+    must accept, and valid calls among them."""
+    verdicts = [predicate.judge(**make(call, CPU).arguments) for call in FAKEABLE]
+    assert {v.clause for v in verdicts} == set(check.CLAUSE_WORDS) - {"real", "bool", "layout"}
+    assert {v.clause for v in verdicts if v.name == "logits"} >= {"tensor", "rows", "dtype", "shape", "strides"}
+    assert len(FAKEABLE) >= 250 and sum(fake.expected(call) is None for call in FAKEABLE) >= 150
+
+
+@pytest.mark.parametrize("group", TARGETED)
+def test_the_ops_fake_refuses_what_the_contract_refuses_but_the_address_clauses(group):
+    lines = sweep.fake_breaches(group)
+    assert not lines, "\n".join(lines[:12])
+
+
+def _refuses_all(*arguments):
+    raise ValueError("route: bias must be contiguous")
+
+
+@pytest.mark.filterwarnings("ignore:Accessing the data pointer of FakeTensor")  # the fault planted that reads them
+@pytest.mark.parametrize("planted,group,want", [
+    (lambda *arguments: None, "rows", "the op's fake accepted a call the contract refuses (logits: rows)"),
+    (contract.check_arguments, "alignment", "alignment / logits +4 bytes: the op's fake "),  # refused, or data_ptr raised
+    (_refuses_all, "valid", "the op's fake refused a call it must accept: route: bias must be contiguous"),
+    (lambda logits, bias, *rest, check=contract.check_abstract: check(bias, logits, *rest), "valid",
+     "the op's fake refused a call it must accept: route: logits must be a 2-D torch.Tensor"),
+], ids=["accepts all", "reads addresses", "refuses all", "arguments swapped"])
+def test_a_fake_that_accepts_a_bad_call_or_refuses_a_good_one_is_caught(monkeypatch, planted, group, want):
+    """The op's fake calls contract.check_abstract: each fault planted in its place is a breach of the fake part.
+    (A check_abstract that leaves route's address checks off is kernel/contract.py's own generated mutant; the
+    contract-cpu probe kills it in the fake part, where route sees each call after the fake.)"""
+    monkeypatch.setattr(contract, "check_abstract", planted)
+    lines = sweep.fake_breaches(group)
+    assert any(want in line for line in lines), lines[:4]
 
 
 # ---------------------------------------------------------------------------------------------- the GPU's comparison

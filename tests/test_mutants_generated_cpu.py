@@ -125,6 +125,18 @@ def test_the_contract_signature_loses_each_element_once():
     assert made == [("a, ", ""), ("type(b), ", ""), ("c,\n            ", ""), ("d, ", ""), ("e, ", ""), (", f", "")]
 
 
+def test_the_torch_ops_fake_implementation_is_a_site_and_contract_cpu_kills_its_mutant():
+    """kernel/op.py's fake implementation, route's checks on fake tensors: dropping them is a generated mutant,
+    killed by the contract's CPU tier (its part on fake tensors run alone: the probe's own copy of kernel/op.py
+    registers the op)."""
+    op = {m.name: m for m in _mutants() if m.target == "op.py"}
+    dropped = op.get("op._fake.statement_dropped.0")
+    assert dropped is not None and dropped.old == "contract.check_abstract(*call.args)", sorted(op)
+    outcome = runner.run_probe(dropped, CONTRACT_CPU, ("--part", "fake"), make_copy=generated._copy)
+    assert outcome.error is None and outcome.killed and outcome.case == {"part": "fake"}, outcome
+    assert outcome.evidence[0].startswith("fake / ") and "the op's fake accepted a call" in outcome.evidence[0]
+
+
 def test_the_hand_written_mutants_are_few_each_with_its_reason_and_generated_as_one_segment():
     hand = [m for m in _mutants() if m.operator == generate.HAND]
     assert [m.ordinal for m in hand] == [m.name for m in catalog.CATALOG] and len(hand) <= catalog.MAX_HAND

@@ -83,11 +83,16 @@ def made_breaches(made, device, route, synchronize=lambda: None):
         kind = torch.device(device).type
         want = {k: expected(made, before, k) if k == kind else v for k, v in before.items()}
         return _changed(made, want, after)
-    lines = []
+    return misjudged(verdict, raised) + _changed(made, before, after)
+
+
+def misjudged(verdict, raised):
+    """A line where ``raised`` (a ValueError's message, or None when the call passed) is not what ``verdict`` (an
+    invalid call's) asks for: a refusal of one line, ``route: <name> ...``, holding its clause's word; else []."""
     want = f"route: {verdict.name} "
     if raised is None:
-        lines.append(f"accepted a call the contract refuses ({verdict.name}: {verdict.clause})")
-    elif not raised.startswith(want) or CLAUSE_WORDS[verdict.clause] not in raised or "\n" in raised:
-        lines.append(f"refused as {raised!r}; the contract refuses {verdict.name} for its {verdict.clause} "
-                     f"({want}... {CLAUSE_WORDS[verdict.clause]!r})")
-    return lines + _changed(made, before, after)
+        return [f"accepted a call the contract refuses ({verdict.name}: {verdict.clause})"]
+    if not raised.startswith(want) or CLAUSE_WORDS[verdict.clause] not in raised or "\n" in raised:
+        return [f"refused as {raised!r}; the contract refuses {verdict.name} for its {verdict.clause} "
+                f"({want}... {CLAUSE_WORDS[verdict.clause]!r})"]
+    return []

@@ -23,6 +23,9 @@ Every tensor is dense: strided, not sparse, not nested (checked right after it i
   device's addresses are another memory); the one named is the earlier.
 - devices: logits on a CUDA device, then bias, metadata, ids, weights on the logits' device.
 
+Route's torch op on tensors without memory (the fake tensors torch.compile traces with) holds every clause but
+the two that read addresses, alignment and overlap (``judge(..., addresses=False)``).
+
 "An int" is a numbers.Integral that is not a bool; "contiguous" is row-major dense, the stride of a
 dimension of size 1 being free, an empty tensor always contiguous.
 """
@@ -134,18 +137,18 @@ def is_dense(t):
     return t.layout == torch.strided and not t.is_nested
 
 
-def _tensor(name, t, dtype, shape):
+def _tensor(name, t, dtype, shape, addresses):
     _require(isinstance(t, torch.Tensor), name, "tensor")
     _require(is_dense(t), name, "layout")
     f = facts(t)
     _require(f.dtype == dtype, name, "dtype")
     _require(f.shape == shape, name, "shape")
     _require(is_contiguous(f), name, "contiguous")
-    _require(f.address % ALIGN[name] == 0, name, "alignment")
+    _require(not addresses or f.address % ALIGN[name] == 0, name, "alignment")
     return f
 
 
-def _logits(logits):
+def _logits(logits, addresses):
     _require(isinstance(logits, torch.Tensor) and logits.dim() == 2, "logits", "tensor")
     _require(is_dense(logits), "logits", "layout")
     b = logits.shape[0]
@@ -154,11 +157,11 @@ def _logits(logits):
     _require(f.dtype == torch.float32, "logits", "dtype")
     _require(f.shape == (b, EXPERTS), "logits", "shape")
     _require(f.strides[1] == 1 and f.strides[0] % ROW_GRANULE == 0, "logits", "strides")
-    _require(f.address % ALIGN["logits"] == 0, "logits", "alignment")
+    _require(not addresses or f.address % ALIGN["logits"] == 0, "logits", "alignment")
     return b
 
 
-def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n):
+def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n, addresses):
     scalars = dict(zip(METADATA_SCALARS, (local_expert_offset, num_local_experts, tile_n)))
     if metadata is None:
         for name, value in scalars.items():
@@ -169,7 +172,7 @@ def _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n):
     _require(is_int(num_local_experts) and 0 <= num_local_experts <= EXPERTS - int(local_expert_offset),
              "num_local_experts", "range")
     _require(isinstance(metadata, torch.Tensor) and metadata.dim() == 1, "metadata", "tensor")
-    f = _tensor("metadata", metadata, torch.int32, tuple(metadata.shape))
+    f = _tensor("metadata", metadata, torch.int32, tuple(metadata.shape), addresses)
     _require(math.prod(f.shape) >= metadata_size(int(tile_n)), "metadata", "size")
 
 
@@ -191,19 +194,21 @@ def _devices(tensors):
 
 
 def judge(logits, bias, ids, weights, scale, renormalize=True, metadata=None, local_expert_offset=0,
-          num_local_experts=0, tile_n=0):
-    """The Verdict on a call of route with these arguments."""
+          num_local_experts=0, tile_n=0, addresses=True):
+    """The Verdict on a call of route with these arguments; ``addresses=False``: without the clauses that read
+    addresses (alignment, overlap), as the checks of tensors without memory (route's torch op on fake tensors)."""
     try:
-        b = _logits(logits)
-        _tensor("bias", bias, torch.float32, (EXPERTS,))
-        _tensor("ids", ids, torch.int32, (b, TOP_K))
-        _tensor("weights", weights, torch.float32, (b, TOP_K))
+        b = _logits(logits, addresses)
+        _tensor("bias", bias, torch.float32, (EXPERTS,), addresses)
+        _tensor("ids", ids, torch.int32, (b, TOP_K), addresses)
+        _tensor("weights", weights, torch.float32, (b, TOP_K), addresses)
         _require(isinstance(scale, numbers.Real) and not isinstance(scale, bool), "scale", "real")
         _require(f32_finite(scale), "scale", "finite")
         _require(isinstance(renormalize, bool), "renormalize", "bool")
-        _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n)
+        _metadata_request(metadata, local_expert_offset, num_local_experts, tile_n, addresses)
         tensors = {"logits": logits, "bias": bias, "metadata": metadata, "ids": ids, "weights": weights}
-        _overlaps(tensors)
+        if addresses:
+            _overlaps(tensors)
         _devices(tensors)
     except _Refused as refused:
         return refused.verdict

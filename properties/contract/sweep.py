@@ -1,7 +1,8 @@
 """The contract property in one run, for the contract tiers of the mutant catalog (properties/mutants/probe.py):
 on a GPU prepare() and the launches it readies (launches), the targeted calls of every group, the cache's twins
 (the signature's on the CPU, the cache's on a GPU) and ``examples`` drawn calls (derandomized), against whatever
-``kernel`` is imported. The tests
+``kernel`` is imported; on the CPU last, the targeted calls through route's torch op on fake CUDA tensors
+(properties/contract/fake.py: last, since the fake tensors' mode imports torch._dynamo, seconds). The tests
 (tests/test_contract_property_*.py) run the same parts under the session's Hypothesis profile.
 """
 
@@ -9,7 +10,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 
 from kernel import routing
-from properties.contract import cache, launches
+from properties.contract import cache, fake, launches
 from properties.contract.check import breaches
 from properties.contract.edges import targeted
 from properties.contract.strategies import calls
@@ -34,6 +35,20 @@ def targeted_breaches(cuda, group=None):
             for label, call in cases.items():
                 lines += [f"{name} / {label}: {line}" for line in breaches(call, device, routing.route,
                                                                            synchronize=sync)]
+    return lines
+
+
+def fake_breaches(group=None):
+    """Lines for every targeted call of the CPU (of ``group``, default all) that route's torch op on fake CUDA
+    tensors does not treat as the contract says, each call then made of CPU tensors for route itself: the fake
+    must leave route's own checks, those of addresses included, as they were."""
+    lines = []
+    for name, cases in targeted(False).items():
+        if group is None or name == group:
+            for label, call in cases.items():
+                if fake.fakeable(call):
+                    found = fake.breaches(call) + breaches(call, device_of(False), routing.route)
+                    lines += [f"fake / {name} / {label}: {line}" for line in found]
     return lines
 
 
@@ -85,6 +100,8 @@ def parts(cuda, examples):
     found.append(("cache", (lambda: cache.cache_breaches(device, sync)) if cuda else cache.signature_breaches))
     found.append(("capacity", cache.capacity_breaches))
     found.append(("drawn", lambda: drawn_breaches(cuda, examples)))
+    if not cuda:
+        found.append(("fake", fake_breaches))
     return found
 
 

@@ -1,5 +1,5 @@
 """Kernel mutants generated from the kernel's own code: mutation operators applied at every site of the syntax
-tree of kernel/routing.py, network.py, primitives.py and contract.py, never pinned to their text.
+tree of kernel/routing.py, network.py, primitives.py, contract.py and op.py, never pinned to their text.
 
 A mutant replaces the exact source segment of one node (its lineno/col_offset/end_lineno/end_col_offset), so
 the rest of the file keeps its text. It is named by its site, ``<file stem>.<function>.<operator>.<ordinal>``:
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-TARGETS = ("routing.py", "network.py", "primitives.py", "contract.py")
+TARGETS = ("routing.py", "network.py", "primitives.py", "contract.py", "op.py")
 # The kernel's files no mutant edits, each with the reason.
 UNTARGETED = {"layout.py": "the routing problem's shapes and metadata layout, which the oracles import too (from the "
                            "mutant's copy): an edit of it changes the kernel and the model alike",

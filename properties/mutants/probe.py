@@ -25,8 +25,8 @@ if the mismatch stays) and saved as a case file. A kernel call that raises (a mu
 Likewise a static check that raises.
 replay (GPU): the cases in --case; killed means the kernel's outputs differ from the model's on one of them.
 contract-cpu, contract-gpu: the contract property (properties/contract/sweep.py: every targeted call, the
-checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized) with CPU or CUDA tensors, or the part
-named by --part alone; killed means route treated a call otherwise than the contract's predicate says.
+checked-call cache's twins, CONTRACT_EXAMPLES drawn calls, derandomized; on the CPU last, the targeted calls through
+route's torch op on fake CUDA tensors) with CPU or CUDA tensors, or the part named by --part alone; killed means route treated a call otherwise than the contract's predicate says.
 The static result also holds each variant's PTX digest and the digest of what route launches for each call shape,
 so the generated run can tell a mutant that compiles to the real kernel and launches it alike.
 
