@@ -4,11 +4,11 @@
 The schema is route's signature with the outputs (ids, weights, metadata) declared as written, returning nothing.
 On tensors with memory the op is ``kernel.routing.route`` itself: the same contract, ValueError and launch, for
 arguments of the schema's types (the dispatcher converts or refuses others first: a bool offset becomes an int,
-a string one is its RuntimeError). Its
-fake implementation (fake tensors, as torch.compile traces) runs route's argument checks but those that read
-addresses (``kernel.contract.check_abstract``) and writes nothing. Tagged ``needs_exact_strides``: a compiler passes
-it tensors with the strides it traced, which route's contract holds. No autograd: route has no gradient. A direct
-``route`` call stays the cheaper eager call; the op adds the dispatcher in front of it (the benchmark times both).
+a string one is its RuntimeError). Its fake implementation (fake tensors, as torch.compile traces) runs route's
+argument checks but those that read addresses (``kernel.contract.check_abstract``) and writes nothing. Tagged
+``needs_exact_strides``: a compiler passes it tensors with the strides it traced, which route's contract holds. No
+autograd: route has no gradient. A direct ``route`` call stays the cheaper eager call; the op adds the dispatcher in
+front of it (the benchmark times both).
 """
 
 import inspect
