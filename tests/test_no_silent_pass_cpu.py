@@ -16,6 +16,7 @@ from common import args as types
 from common import records
 from common.provenance import REPO_ROOT
 from properties import replay
+from properties.engine import implementations
 from properties.soak.__main__ import main as soak_main
 from properties.tools import gate
 
@@ -27,6 +28,15 @@ SIGNATURE = ("logits, bias, ids, weights, scale, renormalize=True, metadata=None
 ENDINGS = {"exits": "sys.exit(0)", "raises_system_exit": "raise SystemExit(0)",
            "raises_keyboard_interrupt": "raise KeyboardInterrupt", "raises": "raise RuntimeError('boom')"}
 
+
+
+@pytest.fixture(autouse=True)
+def _registry():
+    """Each test leaves the registry as it found it: replay and the soak register the plug-ins --impl names."""
+    before = dict(implementations.REGISTRY)
+    yield
+    implementations.REGISTRY.clear()
+    implementations.REGISTRY.update(before)
 
 def _plugin(tmp_path, ending, calls=0):
     path = tmp_path / f"{ending}_{calls}.py"
