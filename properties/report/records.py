@@ -119,9 +119,10 @@ WHAT = {
         "917 mutants at 516 sites, 668 killed, 48 not viable, 71 crashed, 129 equivalent, 0 survived, 1 not run: "
         "`write_expert_metadata.int_minus_one.22` (the padding's part count 1 -> 0, a loop of step 0 that never ends), "
         "whose probe was still waiting on the GPU when the call ended; FAIL until a resumed run decides it",
-    "verify-cpu-2core-256b523.json": "the README's first command, `make verify`, in a fresh clone on this project's "
-        "2-core CPU machine at the session's last code: 228 s with its set-up; the CPU tier PASS in 153.5 s wall, 414 "
-        "GPU checks named as not run, the kill table fresh; `make test` after it took 207 s (435 s for both commands)",
+    "verify-cpu-2core-241a468.json": "`make verify` on this project's 2-core CPU machine after the wave's merges: the CPU "
+        "tier PASS in 118 s wall, 435 GPU checks named as not run; the evidence part reports that no evidence record "
+        "exists yet (`make evidence` needs a GPU; no GPU was lent) and, on a CPU, does not fail the gate; `bash .ci/run` "
+        "in a fresh clone at the same code passed in 584 s (wheel check, make test, 86 of 86 harness mutants killed)",
     "verify-h100-a654f68.json": "the default gate at the final commit on a freshly started H100 (load 0.15): PASS, "
         "65.7 s gate wall (74.4 s with the report; 90 s asked, on an H200), 14 workers, 1,780 passed, 0 GPU checks "
         "not run, the kill table fresh (`kill-table.json`, made at ad3ddbd); made on the tree committed as a654f68 "
