@@ -4,6 +4,7 @@ mutant case; one-line errors; the pages not blank in a headless Chromium where o
 
 import html.parser
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from properties import replay
 from properties.engine import casefile
 from properties.engine.compare import disagreements
 from properties.engine.floats import f32_bits
+from properties.mutants import freshness
 from properties.report import case, index, screenshot, sections, sources
 from properties.report.__main__ import main as report_main
 from properties.view import main as view_main
@@ -26,6 +28,13 @@ WEIGHTS_CASE = CORPORA / "mutants" / "primitives.div_full_f32.ptx_sibling.1.json
 VERDICT = {"implementation": "user_kernel", "families": {
     "all_equal": {"weights": {"rows": 10, "rows_differ": 3, "ulp": {"0": 70, "1": 8, "3": 2}}},
     "plain": {"weights": {"rows": 10, "rows_differ": 0, "ulp": {"0": 80}}}}}
+# A stated evidence record (properties/mutants/generated.py's shape, its figures distinct so each is found).
+EVIDENCE_TOTAL = {"sites": 516, "mutants": 917, "killed": 668, "not_viable": 48, "crashed": 72, "equivalent": 129,
+                  "survived": 0, "not_run": 0, "score": "788/788"}
+EVIDENCE_REFRESH = {"seconds": 167.5, "seed": "evidence.json", "actions": {"confirm": 881, "probe": 36},
+                    "results": {"by case": 855, "by its tier": 26, "reprobed": 36}, "confirmed_by_case": 855,
+                    "confirmed_by_tier": 26, "reprobed": 36, "recompiled": 41, "variants_compiled": 412,
+                    "equivalent_by_digest": 7}
 
 
 class Page(html.parser.HTMLParser):
@@ -69,15 +78,35 @@ def assert_whole(path):
     return page
 
 
+def evidence(folder, **changes):
+    """A stated evidence record written to ``folder``/evidence.json, made for this tree's inputs (fresh) unless
+    ``changes`` say otherwise; its path and its contents."""
+    record = {"kind": freshness.RECORD_KIND, "verdict": "PASS", "tier": "gpu", "complete": True,
+              "inputs": freshness.inputs(), "provenance": {"gpu": "NVIDIA H100 80GB HBM3", "commit": "ad3ddbd" * 6},
+              "score": {"total": EVIDENCE_TOTAL}, "refresh": EVIDENCE_REFRESH, "survivors": [], "failures": [],
+              "finished": "2026-12-01T10:00:00Z", **changes}
+    path = folder / freshness.EVIDENCE.name
+    path.write_text(json.dumps(record))
+    return path, record
+
+
+def section_text(path, section):
+    """The text of section ``section`` of the page at ``path``, its tags dropped, entities read, spaces collapsed."""
+    body = re.search(rf'<section id="{section}">(.*?)</section>', Path(path).read_text(), re.S).group(1)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
 @pytest.fixture(scope="module")
 def index_page(tmp_path_factory):
-    """The index from every recorded result (no run of this machine) and one verdict file."""
+    """The index from every recorded result (no run of this machine), one verdict file and a stated evidence
+    record."""
     root = tmp_path_factory.mktemp("report")
     reports = root / "reports"
     reports.mkdir()
     (reports / "verdict-user_kernel.json").write_text(json.dumps(VERDICT))
+    record, _ = evidence(root)
     html = root / "index.html"
-    assert report_main(["--reports", str(reports), "--out", str(html)]) == 0
+    assert report_main(["--reports", str(reports), "--out", str(html), "--mutants", str(record)]) == 0
     return html
 
 
@@ -85,16 +114,48 @@ def test_the_index_holds_every_section_with_its_figures_and_live_links(index_pag
     page = assert_whole(index_page)
     assert {name for name, _, _ in index.SECTIONS} <= page.ids
     text = " ".join(page.text)
-    assert "No results yet" not in text, "every section has a recorded result to show"
-    for source in ("mutants-h200.json", "harness-mutants.json", "bench.json", "soak-h200-3e9-3e2a673.json"):
+    assert "No results yet" not in text, "every section has a result to show"
+    for source in (freshness.EVIDENCE.name, "harness-mutants.json", "bench.json", "soak-h200-3e9-3e2a673.json"):
         assert source in text
 
 
-def test_the_kill_matrices_hold_a_row_per_mutant_of_both_catalogs(index_page):
+def test_the_harness_kill_matrix_holds_a_row_per_mutant(index_page):
     text = " ".join(Page(index_page).text)
-    for recorded in ("mutants-h200.json", "harness-mutants.json"):
-        for mutant in json.loads((sources.RESULTS / recorded).read_text())["mutants"]:
-            assert mutant["mutant"] in text, mutant["mutant"]
+    for mutant in json.loads((sources.RESULTS / "harness-mutants.json").read_text())["mutants"]:
+        assert mutant["mutant"] in text, mutant["mutant"]
+
+
+def test_a_stated_evidence_record_shows_its_verdict_counts_refresh_and_freshness(index_page):
+    text = section_text(index_page, "mutants")
+    assert "PASS the kernel's evidence record: 788/788 non-equivalent mutants detected; 917 generated mutants at " \
+           "516 sites, tiers gpu; made on NVIDIA H100 80GB HBM3 at ad3ddbdad3dd" in text
+    for verdict in ("killed", "not_viable", "crashed", "equivalent", "survived", "not_run"):
+        assert f"{verdict} {EVIDENCE_TOTAL[verdict]}" in text, verdict
+    assert "The refresh that made it: 167.5 s wall, from evidence.json." in text
+    for count in ("confirmed by case 855", "confirmed by tier 26", "reprobed 36", "recompiled 41",
+                  "variants compiled 412", "equivalent by digest 7", "by its tier 26"):
+        assert count in text, count
+    fresh, line = freshness.status(json.loads((index_page.parent / freshness.EVIDENCE.name).read_text()),
+                                   freshness.inputs())
+    assert fresh and f"fresh for this tree: {line}" in text
+
+
+def test_a_stale_evidence_record_shows_which_inputs_differ(tmp_path):
+    now = freshness.inputs()
+    path, _ = evidence(tmp_path, inputs={**now, "kernel/routing.py": "0" * 64}, refresh=None)
+    html = tmp_path / "index.html"
+    assert report_main(["--reports", str(tmp_path / "reports"), "--out", str(html), "--mutants", str(path)]) == 0
+    text = section_text(html, "mutants")
+    assert "not fresh for this tree: STALE: 1 of its inputs differ from this tree's: kernel/routing.py changed" in text
+    assert "This record holds no refresh counts." in text
+
+
+def test_without_an_evidence_record_the_section_says_so_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(freshness, "EVIDENCE", tmp_path / "nothing" / freshness.EVIDENCE.name)
+    html = tmp_path / "index.html"
+    assert report_main(["--reports", str(tmp_path / "reports"), "--out", str(html)]) == 0
+    assert section_text(html, "mutants") == ("Kernel mutants No results yet: run make evidence on a GPU to write the "
+                                             "kernel's evidence record, properties/results/evidence.json.")
 
 
 def test_a_verdict_files_ulp_distributions_are_drawn_and_listed(index_page):
@@ -114,6 +175,7 @@ def test_an_index_without_results_says_which_command_fills_each_section(tmp_path
     monkeypatch.setattr(sources, "RESULTS", tmp_path / "nothing")
     monkeypatch.setattr(sources, "RECORDED_BENCH", tmp_path / "nothing" / "bench.json")
     monkeypatch.setattr(sources, "HARNESS_RESULTS", tmp_path / "nothing" / "harness.json")
+    monkeypatch.setattr(freshness, "EVIDENCE", tmp_path / "nothing" / freshness.EVIDENCE.name)
     html = tmp_path / "index.html"
     assert report_main(["--reports", str(tmp_path / "reports"), "--out", str(html)]) == 0
     page = Page(html)
@@ -257,9 +319,3 @@ def test_the_chromium_skip_is_one_the_gate_accepts():
 
     assert gate.named_skip(f"{screenshot.NOT_RUN}: none of chromium on PATH") == screenshot.NOT_RUN
     assert gate.named_skip(screenshot.NOT_RUN) is None
-
-
-def test_the_recorded_kill_tables_leave_out_the_generated_mutants_records(tmp_path):
-    for name in ("mutants-h200.json", "mutants-generated-h100-abc-partial.json", "kill-table.json"):
-        (tmp_path / name).write_text("{}")
-    assert sources.recorded_kill_tables(tmp_path) == [tmp_path / "mutants-h200.json"]

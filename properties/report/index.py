@@ -2,7 +2,8 @@
 
 import re
 
-from common.provenance import commit, utc_now
+from common.provenance import REPO_ROOT, commit, utc_now
+from properties.mutants import freshness
 from properties.report import page, plots, sections
 
 # (id, title, the command that fills it) of every section, in page order; a section without data names it.
@@ -10,8 +11,8 @@ SECTIONS = (
     ("verify", "Verdict", "make verify"),
     ("bench", "Benchmarks", "make bench"),
     ("ulp", "Weight differences in ulp", "make bench; per-implementation verdicts in reports/verdict-*.json"),
-    ("mutants", "Kernel mutants", "make evidence (its record is not drawn here: this section shows the kill tables "
-                                  "recorded before it, properties/results/mutants-*.json)"),
+    ("mutants", "Kernel mutants", f"{freshness.REFRESH} on a GPU to write the kernel's evidence record, "
+                                  f"{freshness.EVIDENCE.relative_to(REPO_ROOT)}"),
     ("harness_mutants", "Harness mutants", "make harness-mutants"),
     ("soak", "Soak", "make soak"),
 )

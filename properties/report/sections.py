@@ -5,6 +5,7 @@ import math
 import os
 
 from properties.bench.results_file import MODES, SUBJECT, TARGETS, evaluate_targets, file_variants
+from properties.mutants import freshness
 from properties.report.sources import is_soak_bench
 
 # The FlashInfer variants the subject is compared with (every one that a user could run instead).
@@ -157,43 +158,26 @@ def verdict(source, page_dir):
 
 # ------------------------------------------------------------------------------------------------ mutants
 
-def _case_link(case, page_dir):
-    """A link to the mutant's saved case where it exists here (the recorded path is the recording machine's:
-    corpora/mutants/<name> of this checkout is looked up by its name), else None."""
-    if not case:
-        return None
-    from properties.engine.casefile import CORPORA
-
-    here = CORPORA / "mutants" / os.path.basename(case)
-    return {"name": here.name, "href": os.path.relpath(here, page_dir)} if here.is_file() else None
-
-
 def mutants(source, page_dir):
-    """The kernel's mutant kill matrix: one row per mutant, one cell per tier (state, whether the tier was
-    expected to kill it, its evidence), and the case that shows the kill."""
+    """The kernel's evidence record (properties/mutants/freshness.py): its verdict, its count of each verdict,
+    the refresh that made it (counts and wall time, where it records them) and whether it is fresh for this tree
+    (freshness.status)."""
     d = source.data
-    tiers = list(d["tiers_run"])
-    rows = []
-    for m in d["mutants"]:
-        cells = []
-        for tier in tiers:
-            state = ("not its tier" if tier not in m.get("tiers", tiers) else "killed" if tier in m["killed_by"]
-                     else "raised" if tier in m["raised_in"] else "not run" if tier in m["not_run"] else "not killed")
-            expected = tier in m["expected"]
-            verdict_class = ("ok" if state == "killed" else "bad") if expected else \
-                ("extra" if state == "killed" else "neutral")
-            cells.append({"tier": tier, "state": state, "expected": expected, "class": verdict_class,
-                          "evidence": m.get("evidence", {}).get(tier, [])})
-        killer = next((c for c in cells if c["state"] == "killed"), None)
-        rows.append({"mutant": m["mutant"], "description": m["description"], "cells": cells,
-                     "killing": killer["evidence"][:2] if killer else [], "killing_tier": killer and killer["tier"],
-                     "case": _case_link(m.get("case"), page_dir)})
-    real = [{"tier": t, "passed": v.get("passed"), "error": v.get("error"), "evidence": v.get("evidence", [])}
-            for t, v in d["real"].items()]
-    killed = sum(all(c["state"] == "killed" for c in r["cells"] if c["expected"]) for r in rows)
-    return {"file": _file(source, page_dir), "verdict": d["verdict"], "tiers": tiers, "rows": rows,
-            "real": real, "equivalent": d.get("equivalent", []), "failures": d.get("failures", []),
-            "killed": killed, "finished": d.get("finished")}
+    total = d["score"]["total"]
+    fresh, line = freshness.status(d, freshness.inputs())
+    provenance = d["provenance"]
+    refresh = d.get("refresh")
+    return {"file": _file(source, page_dir), "verdict": d["verdict"], "tier": d["tier"], "complete": d.get("complete"),
+            "score": total.get("score"), "sites": total.get("sites"), "mutants": total.get("mutants"),
+            "counts": [(k, v) for k, v in total.items() if k not in ("score", "sites", "mutants")],
+            "fresh": fresh, "freshness": line, "gpu": provenance.get("gpu"),
+            "commit": (provenance.get("commit") or "")[:12], "finished": d.get("finished"),
+            "refresh": None if refresh is None else {
+                "seconds": refresh["seconds"],
+                "counts": [(k.replace("_", " "), v) for k, v in refresh.items()
+                           if k not in ("seconds", "seed", "actions", "results")],
+                "results": sorted(refresh.get("results", {}).items()), "seed": refresh.get("seed")},
+            "survivors": d.get("survivors", []), "failures": d.get("failures", [])}
 
 
 def harness_mutants(source, page_dir):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from common.provenance import REPO_ROOT
 from properties.bench.results_file import check_schema
+from properties.mutants import freshness
 from properties.mutants.harness_run import RESULTS as HARNESS_RESULTS
 from properties.tools.gate import REPORTS as GATE_REPORTS
 
@@ -25,12 +26,10 @@ RECORDED_BENCH = RESULTS / "bench.json"
 # Per-implementation verdicts (issue 21's plug-in interface): any reports/verdict-*.json is shown.
 VERDICTS = "verdict-*.json"
 
-GENERATED_MUTANTS = "mutants-generated-*.json"  # the generated mutants' records in RESULTS
-
 # The keys each kind of file must hold for its section (nested keys joined by dots).
 _REQUIRED = {
     "verify": ("verdict", "reasons", "tier", "tests.groups"),
-    "mutants": ("verdict", "tiers_run", "mutants", "real"),
+    "mutants": ("kind", "verdict", "tier", "provenance", "score.total"),
     "harness_mutants": ("verdict", "mutants"),
     "soak": ("format", "tally.rows", "tally.rows_by_family", "tally.rows_by_variant", "tally.disagreements"),
     "soak_bench": ("bench",),
@@ -96,13 +95,6 @@ def _recorded_verify():
     return [max(dated)[1]] if dated else []
 
 
-def recorded_kill_tables(folder=None):
-    """The catalog's recorded kill tables in ``folder`` (default RESULTS): mutants-*.json but the generated set's
-    records (a score by site, properties/mutants/generated.py, not a kill table)."""
-    folder = RESULTS if folder is None else folder
-    return sorted(set(folder.glob("mutants-*.json")) - set(folder.glob(GENERATED_MUTANTS)))
-
-
 def default_paths(reports=REPORTS):
     """section -> (paths, recorded): this machine's reports where they exist, else the recorded results."""
     reports = Path(reports)
@@ -114,7 +106,7 @@ def default_paths(reports=REPORTS):
     return {
         "verify": run_or([reports / VERIFY], _recorded_verify()),
         "bench": run_or([reports / BENCH], [RECORDED_BENCH]),
-        "mutants": (recorded_kill_tables(), True),  # no command writes a kill table now: the recorded ones
+        "mutants": ([freshness.EVIDENCE] if freshness.EVIDENCE.is_file() else [], True),  # the committed record
         "harness_mutants": run_or([reports / Path(HARNESS_RESULTS).name], [HARNESS_RESULTS]),
         "soak": run_or([reports / SOAK], sorted(RESULTS.glob("soak-*.json"))),
         "verdicts": (sorted(reports.glob(VERDICTS)), False),
