@@ -107,6 +107,16 @@ def test_the_summary_of_each_committed_gate_record_holds_its_verdict_counts_reas
     assert f"| {data['environment']['gpu'] or 'none'} | " in text
 
 
+
+def test_the_summary_names_the_checks_the_gate_ran_besides_pytest(tmp_path):
+    """The evidence record's freshness and the speed check, as the gate's record names them (verify.json's keys)."""
+    data = read_json(GATE_RECORDS[0])
+    data["evidence"] = {"why": "STALE: kernel/routing.py changed"}
+    data["speed_check"] = {"why": "not run: no bench record names this GPU"}
+    text = summary.markdown(data, tmp_path / "verify.json")
+    assert "- evidence record: STALE: kernel/routing.py changed\n" in text
+    assert "- speed check: not run: no bench record names this GPU\n" in text
+
 def test_the_summary_of_a_failing_gate_names_each_failed_test(tmp_path):
     data = read_json(GATE_RECORDS[0])
     data["verdict"], data["reasons"] = "FAIL", ["1 tests failed"]

@@ -15,7 +15,8 @@ from common.args import OneLineParser
 from properties.report import sections, sources
 
 # The gate's checks besides pytest, as its record names them.
-CHECKS = (("flashinfer_build", "FlashInfer build"), ("mufu_tables", "MUFU tables"), ("kill_table", "kill table"))
+CHECKS = (("flashinfer_build", "FlashInfer build"), ("mufu_tables", "MUFU tables"), ("evidence", "evidence record"),
+          ("speed_check", "speed check"))
 
 
 def _row(cells):
