@@ -29,18 +29,21 @@ _PYTEST_SUMMARY = re.compile(r"\b\d+ (passed|failed)\b")
 
 # What each record shows, by its path under properties/results/.
 WHAT = {
-    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench.json`), on an "
-        "H100 at ad3ddbd (no H200 came; idle, load 2.3): graphed, the kernel alone 1.149-1.176 us and with metadata "
-        "1.26-1.83 us, 1.23-1.43x FlashInfer's metadata kernel with PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in "
-        "the PDL chain; eager route() 10.1-12.2 us alone and 11.5-14.2 us with metadata (5 us missed), of which the "
-        "signature 3.0-5.7 us and the compiled TVM-FFI call 4.1-6.1 us, and an empty kernel launched through ctypes "
-        "4.9-6.0 us on this host; its tables are below",
+    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench.json "
+        "BENCH_ARGS='--no-ncu --speed-rounds 2'`), on an H100 at 6583eb8 (idle): graphed, the kernel alone "
+        "1.15-1.18 us (1.0 us missed) and with metadata 1.27-1.83 us, 1.22-1.42x FlashInfer's metadata kernel with "
+        "PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in the PDL chain; eager route() 6.5-7.6 us alone and "
+        "7.5-8.7 us with metadata; the torch op's eager rows: with metadata 23-30 us, without it an error (torch "
+        "2.11's custom_op bug, since fixed by registering the op with torch.library.Library); its speed_check "
+        "section (2 rounds) the speed check's reference; its tables are below",
     "bench-h200-8849ba8.json": "`make bench` on an H200 at 8849ba8 (load 11.6 at its start; no phase breakdown at "
         "this commit, so not the committed bench record): graphed, the kernel alone 1.03-1.09 us and with metadata "
         "1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short of 1.3x); eager route() "
         "7.0-10.6 us alone and 8.1-12.0 us with metadata, its parts per b",
-    "breakdown-h100-ad3ddbd.json": "the phase breakdown beside `bench.json`, same H100 and commit (table below): the "
-        "launch floor 0.49-0.50 us, the scores' phase the largest (0.26-0.33 us), the top-8 rounds 0.10-0.13 us",
+    "breakdown-h100-6583eb8.json": "the phase breakdown beside `bench.json`, same H100 and commit (table below): "
+        "the launch floor 0.49-0.50 us, loads +0.13-0.16, the scores' phase the largest (+0.28-0.32 us), the top-8 "
+        "rounds +0.11-0.14, the weights +0.08-0.10; with metadata the routes stage adds 0.45 us from b = 5 (two "
+        "routing warps per scheduler) against 0.14-0.16 below",
     "breakdown-h200-d559af4.json": "the newest phase breakdown on an H200 (table below); its stage kernels cut the "
         "general 256-thread kernel, so at b = 1 and 2 its last row is not what route launches",
     "graph-branches-h200.json": "launches/s of a CUDA graph of independent branches against one chain: 16 to 264 "
@@ -74,6 +77,11 @@ WHAT = {
     "soak-h200-planted-faults-22a1690.json": "both planted faults caught in the first batch of the overlapped soak",
     "topk-butterfly-h200.json": "a top 8 without rounds (a butterfly of the row's 8 largest keys), tried and not kept: "
         "slower at every b",
+    "variants-h100-6583eb8.json": "`python -m properties.bench.variants` on an H100: two candidates for a cheaper "
+        "top 8, tried and not kept. top3 (each lane orders its best 3 words by a 15-exchange network, not the 19 of "
+        "SORT8, with an exact fallback): 0 of 854 calls differing but not faster (+0.01 us alone, -0.04 to +0.10 us "
+        "with metadata), so the sorting network is not what bounds the scores phase; top3_lean (the shuffle's lane "
+        "from bfind, a select tree for the pick): 313 of 854 calls differ from the model, caught",
     "variants-h100-f189379.json": "`python -m properties.bench.variants`: the kernel against main's in one process on "
         "an H100, 0 of 854 calls differing (table below)",
     "verdict-cases/fi_fused-tie_within_lane.json": "the first case file of FlashInfer's fused routing's verdict "
