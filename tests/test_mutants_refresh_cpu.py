@@ -188,3 +188,16 @@ def test_a_site_is_its_function_and_its_edit_not_the_rest_of_the_file():
     line = text.splitlines(keepends=True)[m.start[0] - 1]
     edited = text.replace(line, line + " " * (len(line) - len(line.lstrip())) + "pass\n", 1)
     assert refresh.site_sha(m, edited) != refresh.site_sha(m, text)
+
+
+def test_a_kernel_that_fails_a_tier_itself_stops_the_run_before_any_mutant_compiles(tmp_path, monkeypatch):
+    """The real kernel runs every tier that calls route before the prefilter: one it fails ends the run, named,
+    without a mutant's compile or probe (on a GPU the prefilter alone is minutes)."""
+    stubs = Stubs(tmp_path, monkeypatch)
+    monkeypatch.setattr(runner, "_pool_run", lambda work, jobs, log: {
+        ("real", tier): runner.Outcome(tier, killed=tier == DIFFERENTIAL, evidence=["case 1 mismatches"], seconds=1.0)
+        for _, tier, _ in work})
+    data = _run(tmp_path / "out.json")
+    assert stubs.compiled == [] and stubs.probes == [] and data["verdict"] == "FAIL"
+    assert [f for f in data["failures"] if f.startswith("the real kernel fails")] == \
+        [f"the real kernel fails the {DIFFERENTIAL} tier: ['case 1 mismatches']"]

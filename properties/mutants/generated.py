@@ -163,6 +163,7 @@ class Run:
 
     def __init__(self, mutants, tier, out, resume, jobs, log, seconds=None, reviewed=(), selection=()):
         self.mutants, self.tier, self.out, self.jobs, self.log = mutants, tier, out, jobs, log
+        self.runnable = (CONTRACT_CPU,) + (GPU_TIERS if tier == "gpu" else ())  # the tiers that call route
         self.deadline = None if seconds is None else time.perf_counter() + seconds
         self.stopped = False
         self.selection = list(selection)
@@ -324,9 +325,10 @@ class Run:
                           "variants": [list(k) for k in _variant_keys() if probe.variant_name(*k) in variants]}
 
     def prefilter(self):
-        """Stage 2 over every row that needs it now (_static_job), BATCH mutants per worker."""
+        """Stage 2 over every row that needs it now (_static_job), BATCH mutants per worker; first the real kernel
+        through every tier that calls route, so that a kernel failing one costs no mutant's compile."""
         jobs = [job for job in (self._static_job(m) for m in self.mutants) if job is not None]
-        if not jobs:
+        if not jobs or not self.real_tiers(self.runnable):
             return
         jobs.sort(key=lambda j: -len(j[0]))
         keys = [list(k) for k in _variant_keys()]
@@ -640,16 +642,15 @@ def run(only=(), tier="auto", jobs=None, out=DEFAULT_OUT, resume=None, log=print
     jobs = jobs or max(1, min(os.cpu_count() or 1, 16))
     this = Run(mutants, tier, out, resume, jobs, log, seconds, reviewed, only)
     log(f"generated: {len(mutants)} mutants, tier {tier}, {jobs} at a time")
-    runnable = (CONTRACT_CPU,) + (GPU_TIERS if tier == "gpu" else ())
     if not this.failures and this.coverage():
         this.prefilter()  # new and changed sites, equivalents by digest, static confirmations
-        this.confirm(runnable)  # the confirmations of the tiers that call route
+        this.confirm(this.runnable)  # the confirmations of the tiers that call route
         this.prefilter()  # the rows whose confirmation did not hold
         if not this.failures:
             for m in mutants:
                 this.classify(m)
             this.write()
-            this.tiers(runnable)
+            this.tiers(this.runnable)
         shutil.rmtree(this.base, ignore_errors=True)
     this.write()
     data = this.record()
