@@ -1,5 +1,6 @@
-"""Fixtures shared by the CPU and GPU tests: the planted tie fault caught and saved, the replay command run on the
-saved file in a fresh process, and FlashInfer's two libraries built or prebuilt."""
+"""Fixtures shared by the CPU and GPU tests: the gate's switches of the outer run kept from every test, the planted
+tie fault caught and saved, the replay command run on the saved file in a fresh process, and FlashInfer's two
+libraries built or prebuilt."""
 
 import os
 import subprocess
@@ -14,7 +15,18 @@ from properties.engine.check import check_case
 from properties.engine.implementations import PLANTED_TIE_FAULT
 from properties.inputs.strategies import GENERATORS
 
+from helpers import GATE_SWITCHES
+
 _REPLAY_TIMEOUT_S = 600
+
+
+@pytest.fixture(autouse=True)
+def _no_outer_gate_switches(monkeypatch):
+    """Every test starts with the gate's switches unset (helpers.GATE_SWITCHES: `VERIFY_REQUIRE_GPU=1 make
+    verify` exports them to the suite it runs, and a test running a gate in-process or in a subprocess would
+    judge it by the outer run's settings); a test that needs one sets it itself."""
+    for name in GATE_SWITCHES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

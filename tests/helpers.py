@@ -1,6 +1,6 @@
-"""Helpers more than one test file uses (fixtures live in conftest.py): the FlashInfer build's skip marks,
-kernel names demangled, the RoutingCase of some rows, a launch's arguments as tensors again, and what the
-primitives' exhaustive proof covers."""
+"""Helpers more than one test file uses (fixtures live in conftest.py): the gate's switches, the FlashInfer
+build's skip marks, kernel names demangled, the RoutingCase of some rows, a launch's arguments as tensors again,
+and what the primitives' exhaustive proof covers."""
 
 import ctypes
 import subprocess
@@ -12,6 +12,14 @@ import torch
 from kernel.layout import EXPERTS, TOP_K
 from oracles.flashinfer_routing import build
 from properties.engine.cases import RoutingCase
+from properties.engine.plugins import ENV as PLUGINS_ENV
+from properties.tools.gate import REQUIRE_FRESH_ENV, REQUIRE_GPU_ENV
+
+# The switches the gate reads from its environment (conftest.py unsets them for every test).
+# `VERIFY_REQUIRE_GPU=1 make verify` on a GPU runner exports them to the suite its gate runs; a test that runs a
+# gate (gate.main in-process, or the gate or make in a subprocess given os.environ) would otherwise judge it by
+# the outer run's settings: an inner gate requiring fresh evidence fails on a record it was never about.
+GATE_SWITCHES = (REQUIRE_GPU_ENV, REQUIRE_FRESH_ENV, PLUGINS_ENV)
 
 # A GPU runner without package access has the libraries prebuilt by `make gpu-bundle`, not the sources or nvcc:
 # the build's checks are then skipped under the name the gate accepts (a failure under VERIFY_REQUIRE_GPU=1

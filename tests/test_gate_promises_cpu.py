@@ -1,19 +1,24 @@
 """`make test` and `make verify` keep their promise under misuse: a pytest run that executed no test does not
 exit 0, the settings read from the environment (HYPOTHESIS_PROFILE, VERIFY_REQUIRE_GPU, VERIFY_IMPL) are
-refused up front in one line, a refused gate leaves reports/index.html alone, a missing test file is named in
-the gate's FAIL reason, and the gate's "cases" column counts the cases compared."""
+refused up front in one line, the gate's switches of an outer run reach no test, a refused gate leaves
+reports/index.html alone, a missing test file is named in the gate's FAIL reason, and the gate's "cases" column
+counts the cases compared."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from common.provenance import REPO_ROOT
 from properties.tools import gate
+
+from helpers import GATE_SWITCHES
 
 TIMEOUT_S = 300
 GPU_FILE = "tests/test_bench_gpu.py"  # on a CPU: every test a named GPU skip
@@ -71,6 +76,14 @@ def test_verify_require_gpu_reads_1_as_required_and_0_or_unset_as_not():
     assert gate.switch_env({"VERIFY_REQUIRE_GPU": "1"}, gate.REQUIRE_GPU_ENV) is True
     assert gate.switch_env({"VERIFY_REQUIRE_GPU": "0"}, gate.REQUIRE_GPU_ENV) is False
     assert gate.switch_env({}, gate.REQUIRE_GPU_ENV) is False
+
+
+def test_every_verify_variable_the_gate_reads_is_kept_from_the_tests():
+    """Each VERIFY_* variable gate.py names is one of the switches conftest.py unsets for every test, so a gate
+    a test runs never reads the outer run's (`VERIFY_REQUIRE_GPU=1 make verify` on a GPU runner)."""
+    named = set(re.findall(r"\bVERIFY_[A-Z_]*[A-Z]\b", Path(gate.__file__).read_text()))
+    assert named and named <= set(GATE_SWITCHES), sorted(named - set(GATE_SWITCHES))
+    assert not set(GATE_SWITCHES) & set(os.environ)
 
 
 def test_verify_impl_reaches_the_plugin_tests_as_options_and_no_test_environment(monkeypatch, tmp_path):

@@ -27,6 +27,8 @@ SIGNATURE = ("logits, bias, ids, weights, scale, renormalize=True, metadata=None
 # What a plug-in's route does, after ``calls`` good calls (the model's outputs): each must be its outcome.
 ENDINGS = {"exits": "sys.exit(0)", "raises_system_exit": "raise SystemExit(0)",
            "raises_keyboard_interrupt": "raise KeyboardInterrupt", "raises": "raise RuntimeError('boom')"}
+RAISED = {"exits": "SystemExit", "raises_system_exit": "SystemExit",
+          "raises_keyboard_interrupt": "KeyboardInterrupt", "raises": "RuntimeError"}
 
 
 
@@ -39,10 +41,14 @@ def _registry():
     implementations.REGISTRY.update(before)
 
 def _plugin(tmp_path, ending, calls=0):
+    """A plug-in that runs the NumPy model on its tensors, so it declares the CPU: undeclared ("auto") it would be
+    handed CUDA tensors on a GPU machine, fail its probe on .numpy() and be refused before the run (exit 2, one
+    line on stderr) instead of ending as ``ending`` says after ``calls`` good calls."""
     path = tmp_path / f"{ending}_{calls}.py"
     path.write_text(f"""import sys
 import torch
 import oracles.numpy_model as model
+from properties.engine.interface import Declaration
 done = [0]
 def route({SIGNATURE}):
     done[0] += 1
@@ -51,6 +57,7 @@ def route({SIGNATURE}):
     i, w = model.route(logits.numpy(), bias.numpy(), scale, renormalize)
     ids.copy_(torch.from_numpy(i))
     weights.copy_(torch.from_numpy(w))
+route.declaration = Declaration(device="cpu")
 """)
     return f"mine_{ending}_{calls}={path}:route"
 
@@ -70,7 +77,8 @@ def test_a_plugin_that_ends_on_a_replayed_case_is_not_run_exit_4(tmp_path, endin
     with Interrupts():  # as under python -m: a signal is Interrupted, so a bare KeyboardInterrupt is the plug-in's
         status = replay.main([str(CASE), "--impl", _plugin(tmp_path, ending, calls=1)])
     out, err = capsys.readouterr()
-    assert status == replay.NOT_RUN and "not run: raised" in err and out.splitlines()[-1] == "replay: NOT RUN (exit 4)"
+    assert status == replay.NOT_RUN and f"not run: raised {RAISED[ending]}" in err, err
+    assert out.splitlines()[-1] == "replay: NOT RUN (exit 4)"
 
 
 def test_a_plugin_that_exits_in_its_probe_is_refused_one_line(tmp_path, capsys):
@@ -84,7 +92,9 @@ def test_a_plugin_that_exits_mid_soak_fails_it_and_keeps_the_rows_verified(tmp_p
     summary = tmp_path / "s.json"
     status = _run([*SOAK, "--rows", "256", "--impl", _plugin(tmp_path, "exits", calls=40), "--out", str(summary),
                    "--failures-dir", str(tmp_path / "f")])
-    last = capsys.readouterr().out.splitlines()[-1]
+    out, err = capsys.readouterr()
+    assert out.strip(), f"exit {status}, nothing on stdout; stderr: {err}"
+    last = out.splitlines()[-1]
     written = json.loads(summary.read_text())
     assert status == 1 and last.startswith("soak: NOT RUN: implementation mine_exits_40 not run: raised SystemExit")
     assert written["not_run"] and 0 < written["tally"]["rows"] < 256 and not written["done"]

@@ -113,12 +113,15 @@ def test_soak_and_replay_refuse_a_plugin_that_cannot_run_with_one_line(tmp_path,
 
 def test_a_positional_after_impl_is_read_as_a_case_and_impl_repeats(tmp_path, capsys, registry):
     """``--impl`` takes one implementation and is repeated for more: the case after it is a case, never a third
-    implementation (``python -m properties.replay --impl mine=PLUGIN.py:route CASE.json``)."""
+    implementation (``python -m properties.replay --impl mine=PLUGIN.py:route CASE.json``). Live besides the
+    two: the implementations that run on this machine (the model; on a GPU also Triton, the kernel, FlashInfer)."""
     path = _module(tmp_path, _model_like())
     case = os.path.join(REPO, "corpora", "regression", "all_equal-000.json")
+    here = implementations.available()
     assert replay_main(["--impl", f"mine={path}:route", "--impl", f"also={path}:route", case]) == 0
     out = capsys.readouterr().out
-    assert f"{case}: all_equal" in out and re.search(r"live here: model, mine, also$", out, re.M), out
+    live = f"  live here: {', '.join([*here, 'mine', 'also'])}"
+    assert f"{case}: all_equal" in out and live in out.splitlines() and here[0] == "model", out
     assert soak_parser().parse_args(["--impl", "model", "--impl", f"mine={path}:route"]).impl == [
         "model", f"mine={path}:route"]
 
