@@ -1,7 +1,8 @@
 """The speed check without a GPU: its decision on stated records and figures (faster, slower within the margin,
 slower beyond it, a shape not measured, another card, a malformed record), the margin from rounds and its floor
 from the spread records (this card's, another card's, none), the spread record made from speed checks' output,
-the gate's part, the planted slower kernel's code and the time-only mutants it is run on."""
+the committed spread record and bench figures decided by the rule (the unchanged kernel's runs pass, the planted
+kernel's fail), the gate's part, the planted slower kernel's code and the time-only mutants it is run on."""
 
 import json
 import tempfile
@@ -15,6 +16,7 @@ from properties.tools import gate, speed
 
 GPU, OTHER = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
 PATH = "properties/results/bench.json"
+SPREAD = "properties/results/speed-spread-h100-6583eb8.json"  # the committed spread record of the H100
 NONE_LINE = ("floor 0.00%: no spread record (speed-spread-*.json): no floor, the rounds' spread alone)")
 
 
@@ -260,6 +262,71 @@ def test_a_log_of_another_card_kernel_or_record_or_cut_short_is_refused_naming_i
     bench = bench_record([figures(1.0), figures(1.002)])
     with pytest.raises(ValueError, match="^x.log: .*" + problem.replace("(", r"\(").replace(".", r"\.")):
         speed_record.spread_record(bench, "b.json", [("x.log", text)])
+
+
+def test_the_committed_spread_record_is_the_h100_logs_and_gives_the_h100_its_floor():
+    """The figures measured on an H100 at 6583eb8: the bench's 2 rounds and 5 later speed checks of the unchanged
+    kernel against that bench record (its margin 0.54 % from the 2 rounds); the widest spread between processes,
+    cute_meta b=3, is 4.97 % (1.601 to 1.684 µs, median 1.670), so the H100's floor is 9.95 %."""
+    (path, spread), = speed.read_records([speed_record.REPO / SPREAD])
+    assert path == SPREAD and speed_record.spread_paths() == [speed_record.REPO / SPREAD]
+    assert [p["kind"] for p in spread["processes"]] == [speed_record.BENCH_ROUND] * 2 + [speed_record.SPEED_CHECK] * 5
+    assert spread["provenance"]["logs"] == ["bench/speed.log"] + [f"speed/speed{i}.log" for i in range(1, 5)]
+    assert spread["figures_us"]["cute_meta"]["3"][2:] == [1.67, 1.671, 1.605, 1.601, 1.603]
+    row = spread["figures_us"]["cute_meta"]["3"]  # the rounds' figures unrounded, the logs' as printed
+    assert spread["widest"] == {"relative": (max(row) - min(row)) / sorted(row)[3], "shape": "cute_meta b=3"}
+    assert f"{max(row):.3f} {min(row):.3f} {sorted(row)[3]:.3f} {spread['widest']['relative']:.2%}" == \
+        "1.684 1.601 1.670 4.97%"
+    floor = speed_record.floor_of([(path, spread)], GPU)
+    assert floor.margin == 2 * spread["widest"]["relative"] and f"{floor.margin:.2%}" == "9.95%"
+    assert floor.record == SPREAD and floor.gpu == GPU
+    assert speed_record.floor_of([(path, spread)], OTHER).margin == floor.margin  # no H200 record: the widest known
+
+
+def _process(spread, i):
+    return {n: {b: row[i] for b, row in table.items()} for n, table in spread["figures_us"].items()}
+
+
+def test_the_rule_passes_the_unchanged_kernels_logged_runs_and_fails_the_planted_kernel_on_every_shape():
+    """The bench record of the H100 at 6583eb8 made again from its 2 rounds (the spread record keeps them), with the
+    floor of the committed spread record: each of the 5 later speed checks of the unchanged kernel passes (it
+    failed every one of them with the rounds' 0.54 % alone), and the planted slower kernel's figures fail on every
+    shape."""
+    (path, spread), = speed.read_records([speed_record.REPO / SPREAD])
+    processes = [_process(spread, i) for i in range(len(spread["processes"]))]
+    rounds = [p for p, what in zip(processes, spread["processes"]) if what["kind"] == speed_record.BENCH_ROUND]
+    checks = [p for p, what in zip(processes, spread["processes"]) if what["kind"] == speed_record.SPEED_CHECK]
+    floor = speed_record.floor_of([(path, spread)], GPU)
+    made = speed_record.section(rounds, spread["method"], floor)
+    assert f"{made['rounds_margin']:.2%}" == "0.54%" and made["margin"] == floor.margin
+    bench = {"provenance": {"gpu": GPU, "date": spread["provenance"]["date"]}, speed_record.SECTION: made}
+    old = {"provenance": bench["provenance"], speed_record.SECTION: {**made, "margin": made["rounds_margin"]}}
+    del old[speed_record.SECTION]["rounds_margin"]  # the section as make bench wrote it before the floor
+    for figures_now in checks:
+        for held in (bench, old):
+            out = speed_record.decide([("bench.json", held)], GPU, lambda: figures_now, [(path, spread)])
+            assert out.status == PASS and out.margin.value == floor.margin, "\n".join(out.lines)
+        assert speed_record.decide([("bench.json", old)], GPU, lambda: figures_now).status == FAIL  # rounds alone
+    planted_out = speed_record.decide([("bench.json", bench)], GPU, lambda: spread["planted"]["figures_us"],
+                                      [(path, spread)])
+    assert planted_out.status == FAIL and all(line.startswith("FAIL ") for line in planted_out.lines[1:])
+    assert len(planted_out.lines) == 1 + len(SHAPES)
+
+
+def test_a_section_needs_two_rounds_and_every_figure():
+    with pytest.raises(ValueError, match="at least 2 rounds"):
+        speed_record.section([figures()], "stated")
+    missing = figures()
+    missing["cute"]["7"] = {"error": "x"}
+    with pytest.raises(ValueError, match="cute b=7"):
+        speed_record.section([figures(), missing], "stated")
+
+
+def test_the_readme_states_the_margin_of_a_record_that_has_one():
+    made = speed_record.section([figures(1.0), figures(1.01)], "the fastest replay")
+    lines = results_file.speed_lines({speed_record.SECTION: made})
+    assert "2.0%" in lines[1] and "the fastest replay" in lines[1]
+    assert results_file.speed_lines({}) == []
 
 
 # ---------------------------------------------------------------------------------------------- the gate's part
