@@ -1,8 +1,9 @@
 """The speed check on a GPU: the planted slower kernel keeps every bit, and the check fails on it and passes on the
-real kernel; the bench's rounds make a section the check reads. The gate's speed step runs alone on an idle
-card; this test may share the card with other tests, so the check here judges against the real kernel measured
-in the same process, with TEST_MARGIN (the figures are the fastest replays, which other work cannot make
-faster), and the planted spin (properties/bench/planted.py) adds more than the kernel's own time."""
+real kernel; the bench's rounds make a section the check reads, with the committed spread records' floor. The
+gate's speed step runs alone on an idle card; this test may share the card with other tests, so the check here
+judges against the real kernel measured in the same process, with TEST_MARGIN (the figures are the fastest
+replays, which other work cannot make faster), and the planted spin (properties/bench/planted.py) adds more than
+the kernel's own time."""
 
 from dataclasses import replace
 
@@ -59,6 +60,9 @@ def test_two_bench_rounds_make_a_section_the_check_reads():
     gpu = speed.gpu_name()
     made = speed_rounds(2, gpu)
     assert made["rounds"] == 2 and all(len(made["rounds_us"][n][str(b)]) == 2 for n, b in SHAPES)
-    reference, margin = speed_record.reference_and_margin({speed_record.SECTION: made}, "rounds")
-    assert margin == speed_record.MARGIN_FACTOR * made["spread"]["relative"] and margin >= 0
+    floor = speed_record.floor_of(speed_record.read_records(speed_record.spread_paths()), gpu)
+    assert made["floor"] == floor.as_json()  # the committed spread records' floor for this card
+    reference, margin = speed_record.reference_and_margin({speed_record.SECTION: made}, "rounds", floor)
+    assert made["rounds_margin"] == speed_record.MARGIN_FACTOR * made["spread"]["relative"] >= 0
+    assert margin.value == made["margin"] == max(made["rounds_margin"], floor.margin)
     assert all(0.3 < reference[shape] < 50 for shape in SHAPES), reference  # µs per launch, plausibly

@@ -24,9 +24,11 @@ duration (one ncu pass over eager launches). The eager route() call is timed on 
 same call through the torch op (torch.ops.musespark.route, kernel/op.py) beside it, and the floor under any launch
 issued from Python (properties/bench/floor.py: an empty kernel launched through ctypes into the driver). The speed
 check's section (properties/bench/speed_record.py): ``--speed-rounds`` processes, one after the other, each timing
-every shape of the kernel (properties/bench/speed.py), their median per shape the reference, twice their widest
-spread the margin. Every measurement is recorded, or its error: one failure does not stop the run. Set GIT_COMMIT
-on a machine whose copy of the tree has no .git.
+every shape of the kernel (properties/bench/speed.py), their median per shape the reference, the margin the larger
+of twice their widest spread and the floor: twice the widest spread between processes of the committed spread
+record of this GPU model (properties/results/speed-spread-*.json; of any card's where none names it), both
+stated. Every measurement is recorded, or its error: one failure does not stop the run. Set GIT_COMMIT on a machine
+whose copy of the tree has no .git.
 """
 
 if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, never a traceback
@@ -167,8 +169,10 @@ SPEED_ROUND_TIMEOUT_S = 600
 
 def speed_rounds(rounds, gpu):
     """The speed check's section (properties/bench/speed_record.py): ``rounds`` runs of ``python -m
-    properties.bench.speed``, each a process of its own, one after the other; RuntimeError naming a round that
-    failed or ran on another GPU."""
+    properties.bench.speed``, each a process of its own, one after the other, with the margin's floor of the
+    committed spread records (properties/results/speed-spread-*.json) for ``gpu``; RuntimeError naming a round that
+    failed or ran on another GPU (a malformed spread record: RecordError, before any round runs)."""
+    floor = speed_record.floor_of(speed_record.read_records(speed_record.spread_paths()), gpu)
     figures, method = [], None
     with tempfile.TemporaryDirectory() as folder:
         for i in range(rounds):
@@ -184,7 +188,7 @@ def speed_rounds(rounds, gpu):
             figures.append(made["figures_us"])
             method = made["method"]
             print(f"  speed round {i + 1} of {rounds}: done", flush=True)
-    return speed_record.section(figures, method)
+    return speed_record.section(figures, method, floor)
 
 
 def _short(entry):

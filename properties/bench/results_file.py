@@ -392,8 +392,9 @@ def speed_lines(results):
     if "error" in part:
         return ["", f"Speed check: no reference measured ({part['error']})."]
     return ["", f"Speed check (python -m properties.tools.speed, in make verify-deep): a shape fails when slower than "
-                f"its reference here by more than {part['margin']:.1%}; {part['how']} (the widest: "
-                f"{part['spread']['shape']}, {part['spread']['relative']:.2%}); a figure is {part['method']}."]
+                f"its reference here by more than {part['margin']:.1%}; {part['how']} (the rounds' widest: "
+                f"{part['spread']['shape']}, {part['spread']['relative']:.2%}); the check takes the floor anew from "
+                f"the committed spread records; a figure is {part['method']}."]
 
 
 def readme_table(results):

@@ -75,6 +75,12 @@ WHAT = {
     "soak-h200-fi_fused-own-8af31a7.json": "FlashInfer's fused routing soaked against its own model: 100,032,512 rows in "
         "three resumed runs, 0 differing (verdict: `verdict-h200-fi_fused-own-8af31a7.json`)",
     "soak-h200-planted-faults-22a1690.json": "both planted faults caught in the first batch of the overlapped soak",
+    "speed-spread-h100-6583eb8.json": "the speed check's figure of every shape of the unchanged kernel in 7 processes "
+        "on one idle H100 at 6583eb8: the 2 rounds of that `make bench --speed-rounds 2` (0.27 % apart at most, so "
+        "margin 0.54 %) and 5 later speed checks against it, which moved by up to +4.3 % (cute_meta b=8) and -4.8 % "
+        "(cute_meta b=3) and failed; the widest (max - min) / median, 4.97 % (cute_meta b=3), makes the floor of "
+        "the speed check's margin, 9.95 %; the planted slower kernel's figures (+109 % to +178.5 % against the bench record) kept beside them "
+        "(`python -m properties.tools.speed --spread ...`, its command line in the file, from the GPU run's logs)",
     "topk-butterfly-h200.json": "a top 8 without rounds (a butterfly of the row's 8 largest keys), tried and not kept: "
         "slower at every b",
     "variants-h100-6583eb8.json": "`python -m properties.bench.variants` on an H100: two candidates for a cheaper "
@@ -280,6 +286,7 @@ def tiers_table(folder=RESULTS):
 REPEATED = (("gate", "verify-*.json", lambda data: data.get("depth")),
             ("bench", "bench*.json", lambda data: None),
             ("phase breakdown", "breakdown-*.json", lambda data: None),
+            ("speed spread", "speed-spread-*.json", lambda data: None),
             ("generated mutants", "mutants-generated-*.json", lambda data: None),
             ("verdict", "verdict-*.json", lambda data: (data.get("implementation"), data.get("reference"))))
 

@@ -1,18 +1,28 @@
 """The speed check (`make verify-deep` runs it after the deep tests, on an idle card): the graphed per-launch time of
 every shape (b = 1..8, with and without metadata) measured now against the committed bench record of this GPU
-model, slower by more than the record's margin fails (properties/bench/speed_record.py).
+model, slower by more than the margin fails (properties/bench/speed_record.py): max(2 x the widest spread of the
+record's rounds, the floor: 2 x the widest process-to-process spread of the committed spread record of this GPU
+model, or of any card's where none names it), stated in the first line with where each part came from.
 
-    python -m properties.tools.speed [--kernel PATH.py] [--record FILE ...] [--json FILE]
-    python -m properties.tools.speed --mutants [NAME ...] [--record FILE ...] [--json FILE]
+    python -m properties.tools.speed [--kernel PATH.py] [--record FILE ...] [--floor FILE ...] [--json FILE]
+    python -m properties.tools.speed --mutants [NAME ...] [--record FILE ...] [--floor FILE ...] [--json FILE]
+    python -m properties.tools.speed --spread LOG ... --record BENCH.json [--planted LOG] --out FILE
 
 ``--kernel``: a copy of kernel/routing.py (its ``route`` and ``prepare``) instead of the kernel, such as the planted
 slower kernel properties/bench/planted.py. ``--mutants``: the generated mutants counted equivalent because they
 change only the time (TIME_ONLY: properties/mutants/equivalents.py's reasons), or those named, each measured and
 checked against the record, beside the kernel measured in the same run; prints how many the check catches.
 ``--record``: the bench records to choose from (default: every properties/results/bench*.json; the newest with a
-speed section naming this GPU counts). ``--json``: the outcome as JSON. Exit 0: every shape within the margin
-(--mutants: every mutant measured); 1: a shape slower (or not measured), or the record malformed; 3: no record
+speed section naming this GPU counts). ``--floor``: the spread records the floor comes from (default: every
+properties/results/speed-spread-*.json). ``--json``: the outcome as JSON. Exit 0: every shape within the margin
+(--mutants: every mutant measured); 1: a shape slower (or not measured), or a record malformed; 3: no record
 names this GPU (not checked, said so); 2: a bad argument or no GPU, before anything runs.
+
+``--spread`` (no GPU): writes the spread record ``--out`` (properties/results/speed-spread-<card>-<commit>.json)
+from the bench record ``--record`` (made with --speed-rounds: its rounds are processes too) and the printed output
+of speed checks of the unchanged kernel against it (``LOG``: each a process of its own, on the same idle card);
+``--planted``: a speed check's output on the planted slower kernel, kept beside them. Exit 0 written, 1 when a log
+is not a whole speed check of the kernel on the record's card against its reference.
 """
 
 import argparse
@@ -66,18 +76,10 @@ def time_only_mutants(names=()):
 
 def read_records(paths):
     """[(path, record)] of ``paths``; an unreadable file is a record the check reports as malformed."""
-    out = []
-    for path in paths:
-        try:
-            out.append((_shown(path), json.loads(Path(path).read_text())))
-        except (OSError, ValueError) as exc:
-            out.append((_shown(path), f"unreadable: {exc}"))
-    return out
+    return speed_record.read_records(paths, _shown)
 
 
-def _shown(path):
-    path = Path(path).resolve()
-    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+_shown = speed_record.shown
 
 
 def _worst(figures, reference):
@@ -101,12 +103,14 @@ def check(args, gpu):
         prepare(True)
         return speed.measure(route)
 
-    outcome = speed_record.decide(read_records(args.record), gpu, measure)
+    outcome = speed_record.decide(read_records(args.record), gpu, measure, read_records(args.floor))
     for line in outcome.lines:
         print(f"  {line}")
     print(f"speed check: {outcome.status.upper()} ({gpu}, {_shown(args.kernel) if args.kernel else 'kernel'})")
     return EXITS[outcome.status], {"gpu": gpu, "kernel": _shown(args.kernel) if args.kernel else "kernel",
-                                   "status": outcome.status, "record": outcome.record, "lines": list(outcome.lines)}
+                                   "status": outcome.status, "record": outcome.record,
+                                   "margin": outcome.margin.as_json() if outcome.margin else None,
+                                   "lines": list(outcome.lines)}
 
 
 def mutants(args, gpu):
@@ -121,10 +125,13 @@ def mutants(args, gpu):
             print(f"speed check: {NOT_CHECKED.upper()}: {line}")
             return NOT_CHECKED_EXIT, {"gpu": gpu, "status": NOT_CHECKED, "lines": [line]}
         path, record = found
-        reference, margin = speed_record.reference_and_margin(record, path)
+        reference, stated = speed_record.reference_and_margin(
+            record, path, speed_record.floor_of(read_records(args.floor), gpu))
     except speed_record.RecordError as exc:
         print(f"speed check: {FAIL.upper()}: {exc}")
         return 1, {"gpu": gpu, "status": FAIL, "lines": [str(exc)]}
+    margin = stated.value
+    print(f"  {stated.line(path)}", flush=True)
     routing.prepare(True)
     now = speed.measure(routing.route)
     kernel_now = {(n, b): now[n][str(b)] for n, b in SHAPES if not isinstance(now[n].get(str(b)), dict)}
@@ -152,8 +159,32 @@ def mutants(args, gpu):
     caught = sum(r["status"] == FAIL for r in rows)
     print(f"speed check on the time-only mutants: {caught} of {len(rows)} caught ({gpu}, {path}, margin {margin:.1%}); "
           f"{errors} not measured in full")
-    return (1 if errors else 0), {"gpu": gpu, "record": path, "margin": margin, "kernel_now_us": now,
+    return (1 if errors else 0), {"gpu": gpu, "record": path, "margin": margin, "margin_parts": stated.as_json(),
+                                  "kernel_now_us": now,
                                   "caught": caught, "of": len(rows), "mutants": rows}
+
+
+def spread(args):
+    """--spread: the spread record of the logs and the bench record, written to args.out."""
+    bench_path = args.record[0]
+    try:
+        bench = json.loads(bench_path.read_text())
+        made_by = " ".join(["python -m properties.tools.speed --spread", *map(str, args.spread), "--record",
+                            str(bench_path)] + (["--planted", str(args.planted)] if args.planted else [])
+                           + ["--out", _shown(args.out)])
+        record = speed_record.spread_record(
+            bench, bench_path, [(p, p.read_text()) for p in args.spread],
+            (args.planted, args.planted.read_text()) if args.planted else None, made_by)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"speed spread: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    widest = record["widest"]
+    print(f"speed spread: {len(record['processes'])} processes on {record['provenance']['gpu']}, the widest "
+          f"{widest['relative']:.2%} ({widest['shape']}): floor {speed_record.MARGIN_FACTOR * widest['relative']:.2%};"
+          f" written to {args.out}")
+    return 0
 
 
 def parse_args(argv):
@@ -165,8 +196,21 @@ def parse_args(argv):
                       help="the time-only equivalent mutants (all, or those named)")
     parser.add_argument("--record", nargs="+", type=types.existing_file, default=None,
                         help=f"bench records (default {RECORDS_DIR.relative_to(REPO_ROOT)}/{RECORDS_GLOB})")
+    parser.add_argument("--floor", nargs="+", type=types.existing_file, default=None,
+                        help=f"spread records (default {_shown(RECORDS_DIR)}/{speed_record.SPREAD_GLOB})")
     parser.add_argument("--json", type=types.output_file, default=None, help="write the outcome here")
+    what.add_argument("--spread", nargs="+", type=types.existing_file, default=None, metavar="LOG",
+                      help="write a spread record from these speed checks' output (with --record BENCH.json, --out)")
+    parser.add_argument("--planted", type=types.existing_file, default=None,
+                        help="--spread: a speed check's output on the planted slower kernel")
+    parser.add_argument("--out", type=types.output_file, default=None, help="--spread: the spread record to write")
     args = parser.parse_args(argv)
+    if args.spread is not None:
+        if args.out is None or args.record is None or len(args.record) != 1:
+            parser.error("argument --spread: needs --out FILE and --record BENCH.json (one bench record)")
+        return args
+    if args.planted is not None or args.out is not None:
+        parser.error("arguments --planted and --out go with --spread")
     if args.kernel is not None and args.kernel.suffix != ".py":
         parser.error(f"argument --kernel: {args.kernel} is not a .py file")
     if args.mutants is not None:
@@ -175,6 +219,7 @@ def parse_args(argv):
         except ValueError as exc:
             parser.error(str(exc))
     args.record = args.record or sorted(RECORDS_DIR.glob(RECORDS_GLOB))
+    args.floor = args.floor or speed_record.spread_paths()
     if cuda_reason():
         parser.error(f"the speed check times the kernel on a GPU: {cuda_reason()}")
     return args
@@ -182,6 +227,8 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.spread is not None:
+        return spread(args)
     from properties.bench import speed
 
     gpu = speed.gpu_name()
