@@ -8,6 +8,7 @@ import statistics
 
 from kernel.layout import MAX_TOKENS
 from common.markdown_block import Block
+from properties.bench import speed_record
 from properties.bench.speed_record import SECTION as SPEED_SECTION
 
 SCHEMA = "kernel.bench/1"
@@ -391,10 +392,12 @@ def speed_lines(results):
         return []
     if "error" in part:
         return ["", f"Speed check: no reference measured ({part['error']})."]
+    floor = speed_record.floor_of(speed_record.read_records(speed_record.spread_paths()), results["provenance"]["gpu"])
+    _, margin = speed_record.reference_and_margin(results, "this record", floor)
     return ["", f"Speed check (python -m properties.tools.speed, in make verify-deep): a shape fails when slower than "
-                f"its reference here by more than {part['margin']:.1%}; {part['how']} (the rounds' widest: "
-                f"{part['spread']['shape']}, {part['spread']['relative']:.2%}); the check takes the floor anew from "
-                f"the committed spread records; a figure is {part['method']}."]
+                f"its reference here by more than its {margin.line('this record')}; {part['how']} (the rounds' "
+                f"widest: {part['spread']['shape']}, {part['spread']['relative']:.2%}); the check takes the floor "
+                f"anew from the committed spread records; a figure is {part['method']}."]
 
 
 def readme_table(results):
