@@ -19,7 +19,9 @@ ARGUMENTS = ("logits", "bias", "ids", "weights", "scale", "renormalize", "metada
              "num_local_experts", "tile_n")
 NOT_TENSORS = {"list": [0.0] * 4, "None": None, "ndarray": np.zeros(4, np.float32), "int": 3}
 # Tensors that are not dense, made from a view of the arena (copies: a refusal's arena stays as it was).
-FORMS = {"sparse": lambda t: t.to_sparse(), "nested": lambda t: torch.nested.nested_tensor([t], layout=torch.jagged)}
+FORMS = {"sparse": lambda t: t.to_sparse(), "nested": lambda t: torch.nested.nested_tensor([t], layout=torch.jagged),
+         # torch.nested's default layout, of the rows: as many dimensions as the tensor, yet no .shape to read
+         "nested_rows": lambda t: torch.nested.nested_tensor(list(t) if t.dim() > 1 else [t])}
 ARENA_SLACK = 64  # bytes past the last tensor's span
 OUTPUT_DTYPES = {"ids": torch.int32, "weights": torch.float32, "metadata": torch.int32}
 POISON_BITS = {"ids": IDS_POISON, "weights": WEIGHT_POISON_BITS, "metadata": METADATA_POISON}  # as int32

@@ -96,7 +96,8 @@ LISTED = {
     **{f"routing.compile_variant.int_{step}.{n}": COMPILE_EXAMPLE for step in ("minus_one", "plus_one")
        for n in (4, 6, 7, 8)},
     **{f"routing._top_k.{site}": EXACT_ALWAYS for site in (
-        "int_minus_one.0", "int_plus_one.0", "bit_swap.0", "bit_swap.2", "int_minus_one.2")},
+        "int_minus_one.0", "int_plus_one.0", "bit_swap.0", "bit_swap.2", "int_minus_one.2", "int_minus_one.5",
+        "int_plus_one.5")},
     "routing._top_k.int_plus_one.2": SPURIOUS_TIES,
     "routing.pick_row.sync_earlier.0": WARP_BARRIER_KEPT,
     "routing.pick_row.sync_later.0": WARP_BARRIER_KEPT,
@@ -156,7 +157,4 @@ LISTED = {
     "routing.cta_table.compare_boundary.0": NO_SUCH_TABLE,
     "contract._check_no_overlap.bound_minus_one.0": WHOLE_WORDS,
     "contract._check_no_overlap.bound_minus_one.1": WHOLE_WORDS,
-    "contract.check_arguments.check_removed.1": "the first dense check of the logits: _check_tensor checks it again "
-                                                "after reading only the row count, which a sparse or nested tensor "
-                                                "has, and either refusal names the logits",
 }
