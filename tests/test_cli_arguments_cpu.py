@@ -22,6 +22,7 @@ from common.provenance import REPO_ROOT
 
 CASE = REPO_ROOT / "corpora" / "regression" / "all_equal-000.json"
 ROUTING = REPO_ROOT / "kernel" / "routing.py"  # a variant that is the kernel itself
+BENCH = REPO_ROOT / "properties" / "results" / "bench.json"  # a bench record with the speed check's rounds
 PROCESS_TIMEOUT_S = 120
 PROCESS_JOBS = 4
 # The function a command line runs: ``python -m MODULE`` is ``MAIN[MODULE](argv)``.
@@ -184,6 +185,15 @@ ROWS = [
     ("properties.tools.speed", ["--spread", "{F}/file.txt", "--record", "{F}/file.txt", "--out", "{F}/folder"],
      "--out"),
     ("properties.tools.speed", ["--planted", "{F}/file.txt"], "--planted"),
+    ("properties.tools.speed", ["--spread", "{F}/file.txt", "--record", "{F}/file.txt", "--out", "{F}/s.json"],
+     "--record"),
+    ("properties.tools.speed", ["--spread", "{F}/file.txt", "--record", "{F}/list.json", "--out", "{F}/s.json"],
+     "--record"),
+    ("properties.tools.speed", ["--spread", "{F}/file.txt", "--record", "{F}/object.json", "--out", "{F}/s.json"],
+     "--record"),
+    ("properties.tools.speed", ["--spread", "{F}/file.txt", "--record", str(BENCH), "--out", "{F}/s.json"], "--spread"),
+    ("properties.tools.speed", ["--spread", "{F}/file.txt", "--record", str(BENCH), "--planted", "{F}/file.txt",
+                                "--out", "{F}/s.json"], "--spread"),
     ("properties.tools.speed", ["--spread", "{F}/file.txt", "--kernel", str(ROUTING)], "--kernel"),
     # ---- the phase breakdown
     ("properties.bench.breakdown", ["--table", "{F}/missing.json"], "--table", PROCESS),

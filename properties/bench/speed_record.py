@@ -357,6 +357,14 @@ def _logged(bench, bench_path, log_path, text, kernel):
     return now
 
 
+def bench_rounds(bench, bench_path):
+    """The ``speed_check.rounds_us`` of bench record ``bench``; ValueError naming the file when it has none."""
+    rounds = bench.get(SECTION, {}).get("rounds_us") if isinstance(bench, dict) else None
+    if not isinstance(rounds, dict):
+        raise ValueError(f"{bench_path}: no {SECTION}.rounds_us (a bench record made with --speed-rounds)")
+    return rounds
+
+
 def spread_record(bench, bench_path, logs, planted=None, made_by=None):
     """A spread record (SPREAD_SCHEMA) of the kernel's figure per shape in every process: each round of bench record
     ``bench`` (its ``speed_check.rounds_us``) and each speed check in ``logs`` ([(path, text)], runs of the kernel
@@ -364,9 +372,7 @@ def spread_record(bench, bench_path, logs, planted=None, made_by=None):
     the planted slower kernel's log, its figures kept beside them. The provenance is the bench record's (gpu,
     commit, date, driver) with the files read. ValueError on a log of another card, kernel or record."""
     prov = bench.get("provenance") or {}
-    rounds = bench.get(SECTION, {}).get("rounds_us")
-    if not isinstance(rounds, dict):
-        raise ValueError(f"{bench_path}: no {SECTION}.rounds_us (a bench record made with --speed-rounds)")
+    rounds = bench_rounds(bench, bench_path)
     count = len(rounds[VARIANTS[0]]["1"])
     processes = [{"source": f"{bench_path} {SECTION}.rounds_us[{i}]", "kind": BENCH_ROUND} for i in range(count)]
     columns = [{n: {str(b): rounds[n][str(b)][i] for m, b in SHAPES if m == n} for n in VARIANTS}

@@ -164,20 +164,30 @@ def mutants(args, gpu):
                                   "caught": caught, "of": len(rows), "mutants": rows}
 
 
+def _refused(argument, problem):
+    """A bad --spread, --planted or --record: one line naming it, exit 2."""
+    print(f"python -m properties.tools.speed: error: {argument}: {problem}".splitlines()[0], file=sys.stderr)
+    return 2
+
+
 def spread(args):
     """--spread: the spread record of the logs and the bench record, written to args.out."""
     bench_path = args.record[0]
     try:
         bench = json.loads(bench_path.read_text())
-        made_by = " ".join(["python -m properties.tools.speed --spread", *map(str, args.spread), "--record",
-                            str(bench_path)] + (["--planted", str(args.planted)] if args.planted else [])
-                           + ["--out", _shown(args.out)])
+        speed_record.bench_rounds(bench, bench_path)
+    except (OSError, ValueError) as exc:
+        return _refused("--record", f"{bench_path}: {exc}" if isinstance(exc, json.JSONDecodeError) else exc)
+    made_by = " ".join(["python -m properties.tools.speed --spread", *map(str, args.spread), "--record",
+                        str(bench_path)] + (["--planted", str(args.planted)] if args.planted else [])
+                       + ["--out", _shown(args.out)])
+    try:
         record = speed_record.spread_record(
             bench, bench_path, [(p, p.read_text()) for p in args.spread],
             (args.planted, args.planted.read_text()) if args.planted else None, made_by)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"speed spread: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
-        return 1
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # each message starts with the log it is about
+        of_spread = any(str(exc).startswith(str(log)) for log in args.spread)  # the logs are read before --planted
+        return _refused("--planted" if args.planted is not None and not of_spread else "--spread", exc)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     widest = record["widest"]
