@@ -95,7 +95,7 @@ def test_a_malformed_record_fails_in_one_line_naming_the_file_and_the_field(brok
 def test_an_unreadable_file_is_a_malformed_record(tmp_path):
     bad = tmp_path / "bench-x.json"
     bad.write_text("not JSON")
-    out = speed_record.decide(speed.read_records([bad]), GPU, never_measured)
+    out = speed_record.decide(speed_record.read_records([bad]), GPU, never_measured)
     assert out.status == FAIL and out.lines[0].startswith(f"{bad}: field (top level): ")
 
 
@@ -268,7 +268,7 @@ def test_the_committed_spread_record_is_the_h100_logs_and_gives_the_h100_its_flo
     """The figures measured on an H100 at 6583eb8: the bench's 2 rounds and 5 later speed checks of the unchanged
     kernel against that bench record (its margin 0.54 % from the 2 rounds); the widest spread between processes,
     cute_meta b=3, is 4.97 % (1.601 to 1.684 µs, median 1.670), so the H100's floor is 9.95 %."""
-    (path, spread), = speed.read_records([speed_record.REPO / SPREAD])
+    (path, spread), = speed_record.read_records([speed_record.REPO / SPREAD])
     assert path == SPREAD and speed_record.spread_paths() == [speed_record.REPO / SPREAD]
     assert [p["kind"] for p in spread["processes"]] == [speed_record.BENCH_ROUND] * 2 + [speed_record.SPEED_CHECK] * 5
     assert spread["provenance"]["logs"] == ["bench/speed.log"] + [f"speed/speed{i}.log" for i in range(1, 5)]
@@ -292,7 +292,7 @@ def test_the_rule_passes_the_unchanged_kernels_logged_runs_and_fails_the_planted
     floor of the committed spread record: each of the 5 later speed checks of the unchanged kernel passes (it
     failed every one of them with the rounds' 0.54 % alone), and the planted slower kernel's figures fail on every
     shape."""
-    (path, spread), = speed.read_records([speed_record.REPO / SPREAD])
+    (path, spread), = speed_record.read_records([speed_record.REPO / SPREAD])
     processes = [_process(spread, i) for i in range(len(spread["processes"]))]
     rounds = [p for p, what in zip(processes, spread["processes"]) if what["kind"] == speed_record.BENCH_ROUND]
     checks = [p for p, what in zip(processes, spread["processes"]) if what["kind"] == speed_record.SPEED_CHECK]

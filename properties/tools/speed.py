@@ -21,8 +21,9 @@ names this GPU (not checked, said so); 2: a bad argument or no GPU, before anyth
 ``--spread`` (no GPU): writes the spread record ``--out`` (properties/results/speed-spread-<card>-<commit>.json)
 from the bench record ``--record`` (made with --speed-rounds: its rounds are processes too) and the printed output
 of speed checks of the unchanged kernel against it (``LOG``: each a process of its own, on the same idle card);
-``--planted``: a speed check's output on the planted slower kernel, kept beside them. Exit 0 written, 1 when a log
-is not a whole speed check of the kernel on the record's card against its reference.
+``--planted``: a speed check's output on the planted slower kernel, kept beside them. Exit 0 written, 2 (one line
+naming --record, --spread or --planted) when the record has no rounds or a log is not a whole speed check of the
+kernel on the record's card against its reference.
 """
 
 import argparse
@@ -36,7 +37,7 @@ from common import interrupts
 from common.args import OneLineParser
 from common.provenance import REPO_ROOT, cuda_reason
 from properties.bench import speed_record
-from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES
+from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES, read_records, shown
 
 RECORDS_DIR = REPO_ROOT / "properties" / "results"
 RECORDS_GLOB = "bench*.json"
@@ -74,14 +75,6 @@ def time_only_mutants(names=()):
     return [(m, why) for m, why in chosen if not names or m.name in names]
 
 
-def read_records(paths):
-    """[(path, record)] of ``paths``; an unreadable file is a record the check reports as malformed."""
-    return speed_record.read_records(paths, _shown)
-
-
-_shown = speed_record.shown
-
-
 def _worst(figures, reference):
     """(relative change, shape label) of the shape slowed most in ``figures`` against ``reference`` (None: none
     measured)."""
@@ -106,8 +99,8 @@ def check(args, gpu):
     outcome = speed_record.decide(read_records(args.record), gpu, measure, read_records(args.floor))
     for line in outcome.lines:
         print(f"  {line}")
-    print(f"speed check: {outcome.status.upper()} ({gpu}, {_shown(args.kernel) if args.kernel else 'kernel'})")
-    return EXITS[outcome.status], {"gpu": gpu, "kernel": _shown(args.kernel) if args.kernel else "kernel",
+    print(f"speed check: {outcome.status.upper()} ({gpu}, {shown(args.kernel) if args.kernel else 'kernel'})")
+    return EXITS[outcome.status], {"gpu": gpu, "kernel": shown(args.kernel) if args.kernel else "kernel",
                                    "status": outcome.status, "record": outcome.record,
                                    "margin": outcome.margin.as_json() if outcome.margin else None,
                                    "lines": list(outcome.lines)}
@@ -180,7 +173,7 @@ def spread(args):
         return _refused("--record", f"{bench_path}: {exc}" if isinstance(exc, json.JSONDecodeError) else exc)
     made_by = " ".join(["python -m properties.tools.speed --spread", *map(str, args.spread), "--record",
                         str(bench_path)] + (["--planted", str(args.planted)] if args.planted else [])
-                       + ["--out", _shown(args.out)])
+                       + ["--out", shown(args.out)])
     try:
         record = speed_record.spread_record(
             bench, bench_path, [(p, p.read_text()) for p in args.spread],
@@ -207,7 +200,7 @@ def parse_args(argv):
     parser.add_argument("--record", nargs="+", type=types.existing_file, default=None,
                         help=f"bench records (default {RECORDS_DIR.relative_to(REPO_ROOT)}/{RECORDS_GLOB})")
     parser.add_argument("--floor", nargs="+", type=types.existing_file, default=None,
-                        help=f"spread records (default {_shown(RECORDS_DIR)}/{speed_record.SPREAD_GLOB})")
+                        help=f"spread records (default {shown(RECORDS_DIR)}/{speed_record.SPREAD_GLOB})")
     parser.add_argument("--json", type=types.output_file, default=None, help="write the outcome here")
     what.add_argument("--spread", nargs="+", type=types.existing_file, default=None, metavar="LOG",
                       help="write a spread record from these speed checks' output (with --record BENCH.json, --out)")
