@@ -98,7 +98,7 @@ def test_a_case_that_still_kills_confirms_its_mutant_alone_and_one_that_stopped_
     assert [r["verdict"] for r in first["mutants"]] == ["killed", "killed"]
     assert sorted(stubs.compiled) == sorted([kept, stopped])
     cases = {r["mutant"]: r["case"] for r in first["mutants"]}
-    assert all(c["tier"] == DIFFERENTIAL and c["case"].startswith(str(generated.cases_dir(tmp_path / "first.json")))
+    assert all(c["tier"] == DIFFERENTIAL and c["case"].startswith(str(freshness.cases_dir(tmp_path / "first.json")))
                for c in cases.values())
 
     _edited_kernel(tmp_path, monkeypatch)

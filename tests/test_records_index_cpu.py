@@ -8,15 +8,19 @@ import re
 import pytest
 
 from common.provenance import REPO_ROOT
+from properties.mutants import freshness
 from properties.report import records
 
 ROW = re.compile(r"^\| `([^`]+)` \| (.*) \|$", re.M)
 
 
 def _committed_records():
-    """The record files of the checkout, read from the folder (a GPU runner's copy may carry a stale git index)."""
+    """The record files of the checkout, read from the folder (a GPU runner's copy may carry a stale git index),
+    the evidence record's case folder as one entry."""
     folder = REPO_ROOT / "properties" / "results"
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != "README.md")
+    cases = f"{freshness.EVIDENCE.stem}-cases"
+    return sorted({f"{cases}/" if p.relative_to(folder).parts[0] == cases else p.relative_to(folder).as_posix()
+                   for p in folder.rglob("*") if p.is_file() and p.name != "README.md"})
 
 
 def test_the_index_lists_every_committed_record_and_nothing_else():
@@ -46,6 +50,17 @@ def test_each_row_holds_the_records_own_facts(tmp_path):
                     "cpu.json": "a CPU run | none (CPU) | - | 2026-12-02 | -",
                     "run.json": "a run | H200 | 0123456 | 2026-12-01 | FAIL",
                     "run.log": "its log | - | - | - | 1 failed, 9 passed"}
+
+
+def test_the_evidence_records_case_folder_is_one_row_counting_its_files(tmp_path):
+    cases = tmp_path / f"{freshness.EVIDENCE.stem}-cases"
+    cases.mkdir()
+    for name in ("a.json", "b.json"):
+        (cases / name).write_text("{}")
+    (tmp_path / "run.json").write_text("{}")
+    assert records.record_files(tmp_path) == [f"{cases.name}/", "run.json"]
+    rows = dict(ROW.findall(records.index(tmp_path, {f"{cases.name}/": "the cases", "run.json": "a run"})))
+    assert rows[f"{cases.name}/"] == "the cases | - | - | - | 2 case files"
 
 
 def test_a_record_without_a_description_or_a_description_without_its_record_is_named(tmp_path):

@@ -13,6 +13,7 @@ VERIFY_REQUIRE_FRESH=1 it fails.
 
 import ast
 import hashlib
+from pathlib import Path
 
 from common.provenance import REPO_ROOT
 
@@ -22,6 +23,11 @@ REFRESH = "make evidence"  # on a GPU: refreshes EVIDENCE from itself (Makefile)
 ENTRY_MODULES = ("properties.mutants.generated", "properties.mutants.prefilter", "properties.mutants.probe")
 REPO_PACKAGES = ("common", "kernel", "oracles", "properties")  # the repository's importable packages
 DATA = ("kernel", "oracles/mufu/data", "corpora/mutants", "properties/engine/case.schema.json")  # read, not imported
+
+
+def cases_dir(record):
+    """Where the record ``record`` keeps its killing case files: the folder beside it named <stem>-cases."""
+    return Path(record).with_name(Path(record).stem + "-cases")
 
 
 def module_file(name, root=REPO_ROOT):

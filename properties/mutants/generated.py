@@ -152,11 +152,6 @@ def tiers_after_prefilter(mutant, decidable, differs, launches=False):
     return [DIFFERENTIAL, CONTRACT_CPU, CONTRACT_GPU] if differs else [CONTRACT_CPU, DIFFERENTIAL, CONTRACT_GPU]
 
 
-def cases_dir(out):
-    """Where the record ``out`` keeps its killing case files: the folder beside it named <stem>-cases."""
-    return Path(out).with_name(Path(out).stem + "-cases")
-
-
 class Run:
     """One run of the generated set: the rows by name, written to ``out`` as they change; ``resume``, the record it
     refreshes (properties/mutants/refresh.py decides what each mutant needs)."""
@@ -489,10 +484,11 @@ class Run:
         return args
 
     def _keep_case(self, mutant, tier, case):
-        """A differential case file copied beside the record (cases_dir), named by the path the record keeps."""
+        """A differential case file copied beside the record (freshness.cases_dir), named by the path the record
+        keeps."""
         if tier != DIFFERENTIAL or not case or self.out is None or not Path(case).is_file():
             return case
-        folder = cases_dir(self.out)
+        folder = freshness.cases_dir(self.out)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{mutant.name}.json"
         if Path(case).resolve() != target.resolve():
@@ -573,8 +569,8 @@ def refresh_counts(rows, seconds, seed):
 
 
 def prune_cases(data, out):
-    """Remove from cases_dir(out) the case files no row of the complete record ``data`` names."""
-    folder = cases_dir(out)
+    """Remove from freshness.cases_dir(out) the case files no row of the complete record ``data`` names."""
+    folder = freshness.cases_dir(out)
     named = {Path(r["case"]["case"]).name for r in data["mutants"]
              if r["case"] and isinstance(r["case"]["case"], str)}
     for path in folder.glob("*.json") if folder.is_dir() else ():

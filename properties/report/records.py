@@ -158,9 +158,14 @@ WHAT = {
 
 
 def record_files(folder=RESULTS):
-    """Every record file under ``folder`` (its README excepted), as sorted POSIX paths relative to it."""
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
-                  if p.is_file() and p != folder / "README.md")
+    """Every record file under ``folder`` (its README excepted), as sorted POSIX paths relative to it; the evidence
+    record's folder of killing cases counts as one entry, its name with a trailing slash."""
+    cases = freshness.cases_dir(folder / freshness.EVIDENCE.name)
+    files = {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+             if p.is_file() and p != folder / "README.md" and not p.is_relative_to(cases)}
+    if cases.is_dir():
+        files.add(cases.name + "/")
+    return sorted(files)
 
 
 def _first(dicts, *keys):
@@ -205,7 +210,9 @@ def _log_facts(path):
 
 def facts(path):
     """{"gpu", "commit", "date", "verdict"} as the record at ``path`` holds them (a key it does not hold: absent)."""
-    if path.suffix == ".json":
+    if path.is_dir():
+        found = {"verdict": f"{sum(1 for p in path.rglob('*') if p.is_file())} case files"}
+    elif path.suffix == ".json":
         found = _json_facts(json.loads(path.read_text()))
     elif path.suffix == ".xml":
         found = _junit_facts(path)
