@@ -11,7 +11,7 @@ import pytest
 
 from kernel import routing
 from properties.bench import planted, results_file, speed_record
-from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES, VARIANTS
+from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES, VARIANTS, Outcome
 from properties.tools import gate, speed
 
 GPU, OTHER = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
@@ -72,31 +72,39 @@ def test_another_card_is_named_and_not_checked():
     assert GPU in out.lines[0] and "not checked" in out.lines[0] and PATH in out.lines[0]
 
 
-@pytest.mark.parametrize("broken, field", [
-    (lambda r: r[speed_record.SECTION].pop("margin"), "speed_check.margin"),
-    (lambda r: r[speed_record.SECTION].update(margin=-0.1), "speed_check.margin"),
-    (lambda r: r[speed_record.SECTION].update(margin=float("nan")), "speed_check.margin"),
-    (lambda r: r[speed_record.SECTION]["reference_us"]["cute_meta"].pop("4"), "speed_check.reference_us.cute_meta.4"),
-    (lambda r: r[speed_record.SECTION]["reference_us"]["cute"].update({"2": 0}), "speed_check.reference_us.cute.2"),
-    (lambda r: r[speed_record.SECTION].pop("reference_us"), "speed_check.reference_us"),
-    (lambda r: r.update({speed_record.SECTION: {"error": "speed round 1 of 5 exited 1"}}), "speed_check.margin"),
-    (lambda r: r.update({speed_record.SECTION: [1]}), "speed_check"),
-    (lambda r: r["provenance"].pop("gpu"), "provenance.gpu"),
-    (lambda r: r["provenance"].pop("date"), "provenance.date"),
+@pytest.mark.parametrize("broken, line", [  # the schemas' refusals (jsonschema's words), then the code's
+    (lambda r: r[speed_record.SECTION].pop("margin"), "speed_check: 'margin' is a required property"),
+    (lambda r: r[speed_record.SECTION].update(margin=-0.1), "speed_check.margin: -0.1 is less than the minimum of 0"),
+    (lambda r: r[speed_record.SECTION].update(margin=True), "speed_check.margin: True is not of type 'number'"),
+    (lambda r: r[speed_record.SECTION]["reference_us"]["cute"].update({"2": 0}),
+     "speed_check.reference_us.cute.2: 0 is less than or equal to the minimum of 0"),
+    (lambda r: r[speed_record.SECTION].pop("reference_us"), "speed_check: 'reference_us' is a required property"),
+    (lambda r: r.update({speed_record.SECTION: {"error": "speed round 1 of 5 exited 1"}}),
+     "speed_check: 'margin' is a required property"),
+    (lambda r: r.update({speed_record.SECTION: [1]}), "speed_check: [1] is not of type 'object'"),
+    (lambda r: r["provenance"].pop("gpu"), "provenance: 'gpu' is a required property"),
+    (lambda r: r["provenance"].pop("date"), "provenance: 'date' is a required property"),
+    (lambda r: r["provenance"].update(gpu=None), "provenance.gpu: None is not of type 'string'"),
+    (lambda r: r.pop("provenance"), "(the record itself): 'provenance' is a required property"),
+    (lambda r: r[speed_record.SECTION].update(margin=float("nan")), "speed_check.margin: must be a finite number, "
+                                                                     "got nan"),
+    (lambda r: r[speed_record.SECTION].update(rounds_margin=float("inf")),
+     "speed_check.rounds_margin: must be a finite number, got inf"),
+    (lambda r: r[speed_record.SECTION]["reference_us"]["cute_meta"].pop("4"),
+     "speed_check.reference_us.cute_meta.4: must be a finite number, got None"),
 ])
-def test_a_malformed_record_fails_in_one_line_naming_the_file_and_the_field(broken, field):
+def test_a_malformed_record_fails_in_one_line_naming_the_file_and_the_field(broken, line):
     made = record()
     broken(made)
-    out = speed_record.decide([(PATH, made)], GPU, never_measured)
-    assert out.status == FAIL and len(out.lines) == 1
-    assert out.lines[0].startswith(f"{PATH}: field {field}: ") and "\n" not in out.lines[0]
+    assert speed_record.decide([(PATH, made)], GPU, never_measured) == Outcome(FAIL, (f"{PATH}: {line}",))
 
 
 def test_an_unreadable_file_is_a_malformed_record(tmp_path):
     bad = tmp_path / "bench-x.json"
     bad.write_text("not JSON")
     out = speed_record.decide(speed_record.read_records([bad]), GPU, never_measured)
-    assert out.status == FAIL and out.lines[0].startswith(f"{bad}: field (top level): ")
+    assert out.status == FAIL and out.lines == (f"{bad}: (the record itself): 'unreadable: Expecting value: line 1 "
+                                                "column 1 (char 0)' is not of type 'object'",)
 
 
 def test_the_newest_record_of_the_card_counts():
@@ -186,32 +194,41 @@ def test_the_margin_is_the_larger_of_the_rounds_part_and_the_floor_each_stated()
     assert speed_record.decide([(PATH, held)], GPU, lambda: figures(1.0, cute_3=1.15)).status == FAIL
 
 
-@pytest.mark.parametrize("broken, field", [
-    (lambda r: r.update(schema="kernel.bench/1"), "schema"),
-    (lambda r: r["provenance"].pop("gpu"), "provenance.gpu"),
-    (lambda r: r["provenance"].pop("date"), "provenance.date"),
-    (lambda r: r.update(processes=[{}]), "processes"),
-    (lambda r: r["figures_us"]["cute"].pop("1"), "figures_us.cute.1"),
-    (lambda r: r["figures_us"]["cute_meta"]["8"].append(1.0), "figures_us.cute_meta.8"),
-    (lambda r: r["figures_us"]["cute"]["2"].__setitem__(0, -1.0), "figures_us.cute.2"),
-    (lambda r: r["widest"].update(relative=0.01), "widest"),  # not what its figures give
-    (lambda r: r["widest"].update(shape="cute b=1"), "widest"),
-    (lambda r: r.pop("widest"), "widest"),
+@pytest.mark.parametrize("broken, line", [  # the schema's refusals (jsonschema's words), then the code's
+    (lambda r: r.update(schema="kernel.bench/1"), "schema: 'kernel.speed-spread/1' was expected"),
+    (lambda r: r["provenance"].pop("gpu"), "provenance: 'gpu' is a required property"),
+    (lambda r: r["provenance"].pop("date"), "provenance: 'date' is a required property"),
+    (lambda r: r.update(processes=[{}]), "processes: [{}] is too short"),
+    (lambda r: r["figures_us"]["cute"]["2"].__setitem__(0, -1.0),
+     "figures_us.cute.2.0: -1.0 is less than or equal to the minimum of 0"),
+    (lambda r: r["figures_us"]["cute"].update({"2": 1.0}), "figures_us.cute.2: 1.0 is not of type 'array'"),
+    (lambda r: r["widest"].update(relative=-0.1), "widest.relative: -0.1 is less than the minimum of 0"),
+    (lambda r: r.pop("widest"), "(the record itself): 'widest' is a required property"),
+    (lambda r: r["figures_us"]["cute"].pop("1"), "figures_us.cute.1: must list 3 times in µs, one per process, got "
+                                                 "None"),
+    (lambda r: r["figures_us"]["cute_meta"]["8"].append(1.0),
+     "figures_us.cute_meta.8: must list 3 times in µs, one per process, got [1.0, 1.0, 1.0, 1.0]"),
+    (lambda r: r["figures_us"]["cute"]["2"].__setitem__(1, float("nan")),
+     "figures_us.cute.2.1: must be a finite number, got nan"),
+    (lambda r: r["widest"].update(relative=0.01),  # not what its figures give
+     f"widest: {{'relative': 0.01, 'shape': 'cute_meta b=3'}} is not the widest spread of figures_us (cute_meta b=3, "
+     f"{WIDE!r})"),
+    (lambda r: r["widest"].update(shape="cute b=1"),
+     f"widest: {{'relative': {WIDE!r}, 'shape': 'cute b=1'}} is not the widest spread of figures_us (cute_meta b=3, "
+     f"{WIDE!r})"),
 ])
-def test_a_malformed_spread_record_fails_the_check_in_one_line_naming_the_file_and_the_field(broken, field):
+def test_a_malformed_spread_record_fails_the_check_in_one_line_naming_the_file_and_the_field(broken, line):
     made = spread_record()
     broken(made)
     out = speed_record.decide([(PATH, record())], GPU, never_measured, [("s.json", made)])
-    assert out.status == FAIL and len(out.lines) == 1
-    assert out.lines[0].startswith(f"s.json: field {field}: ") and "\n" not in out.lines[0]
+    assert out == Outcome(FAIL, (f"s.json: {line}",))
 
 
 def test_a_record_without_its_rounds_part_field_takes_its_margin_as_the_rounds_part():
     made = record(margin=0.02)
     made[speed_record.SECTION]["rounds_margin"] = "x"
     out = speed_record.decide([(PATH, made)], GPU, never_measured)
-    assert out.status == FAIL and out.lines == (f"{PATH}: field speed_check.rounds_margin: must be a finite number "
-                                                ">= 0, got 'x'",)
+    assert out.status == FAIL and out.lines == (f"{PATH}: speed_check.rounds_margin: 'x' is not of type 'number'",)
     _, margin = speed_record.reference_and_margin(record(margin=0.02), PATH, speed_record.NO_FLOOR)
     assert (margin.value, margin.rounds, margin.rounds_from) == (0.02, 0.02, "speed_check.margin, written before "
                                                                              "the floor")

@@ -182,13 +182,19 @@ def test_a_malformed_record_is_one_line_naming_the_file_and_the_field(tmp_path, 
 def test_every_committed_record_matches_its_schema():
     """The schemas fit what the commands wrote (a schema that refused them would refuse the real thing)."""
     from oracles.mufu.__main__ import SURVEY_SCHEMA
-    from properties.bench import breakdown, variants
+    from properties.bench import breakdown, speed_record, variants
     from properties.mutants.__main__ import GENERATED_SCHEMA
+    from properties.tools import speed
 
     results = REPO_ROOT / "properties" / "results"
     pairs = [(p, breakdown.SCHEMA_FILE) for p in results.glob("breakdown-*.json")]
     pairs += [(p, variants.SCHEMA_FILE) for p in results.glob("variants-*.json")]
     pairs += [(p, GENERATED_SCHEMA) for p in [*results.glob("mutants-generated-*.json"), *results.glob("evidence.json")]]
+    pairs += [(p, speed_record.SPREAD_SCHEMA_FILE) for p in speed_record.spread_paths(results)]
+    benches = sorted(results.glob(speed.RECORDS_GLOB))  # the bench records the speed check picks from
+    pairs += [(p, speed_record.PROVENANCE_SCHEMA_FILE) for p in benches]
+    pairs += [(p, speed_record.SECTION_SCHEMA_FILE) for p in benches
+              if speed_record.SECTION in json.loads(p.read_text())]
     survey = json.loads((REPO_ROOT / "oracles" / "mufu" / "data" / "mufu-survey.json").read_text())
     records.check(survey, SURVEY_SCHEMA, "mufu-survey.json")
     assert len(pairs) >= 4

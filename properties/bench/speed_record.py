@@ -23,7 +23,11 @@ states both and where each came from; the bench's section states the same as it 
 The record a card is checked against is the newest (provenance date) of the given bench records that hold a
 ``speed_check`` section and name this GPU model (provenance ``gpu``); a card that none names is not checked, and
 says so. A section or spread record that is malformed, or a record without provenance, is one line naming the file
-and the field.
+and the field (common/records.py's RecordError). The JSON schemas beside this module fix each record's form
+(SECTION_SCHEMA_FILE, PROVENANCE_SCHEMA_FILE, SPREAD_SCHEMA_FILE); the rest is checked here: every shape of SHAPES
+present (the shapes are defined here, once), every figure and margin finite (Python's json reads "NaN" and
+"1e999", which are not JSON, and NaN passes any bound a schema sets), a spread record's one figure per process and
+its widest spread the one its figures give.
 """
 
 import json
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernel.layout import MAX_TOKENS
+from common.records import RecordError, check
 
 SECTION = "speed_check"
 VARIANTS = ("cute", "cute_meta")  # properties/bench/results_file.py's names of the kernel without and with metadata
@@ -44,18 +49,14 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO / "properties" / "results"
 SPREAD_GLOB = "speed-spread-*.json"
 SPREAD_SCHEMA = "kernel.speed-spread/1"
+SPREAD_SCHEMA_FILE = Path(__file__).with_name("speed-spread.schema.json")  # what the check reads of a spread record
+SECTION_SCHEMA_FILE = Path(__file__).with_name("speed-section.schema.json")  # ... of a bench record's section
+PROVENANCE_SCHEMA_FILE = Path(__file__).with_name("speed-provenance.schema.json")  # ... of each bench record given
 BENCH_ROUND, SPEED_CHECK = "bench round", "speed check"  # the kinds of process a spread record holds
 
 
 def shape_label(name, b):
     return f"{name} b={b}"
-
-
-class RecordError(ValueError):
-    """A record the check cannot read: one line naming the file and the field."""
-
-    def __init__(self, path, field, problem):
-        super().__init__(f"{path}: field {field}: {problem}")
 
 
 def _time(x):
@@ -115,43 +116,38 @@ def section(rounds, method, floor=NO_FLOOR):
                    f"the floor: {floor.why})"}
 
 
-def _number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+def _finite(value, path, field):
+    """``value`` (a number its schema let through, or None where it is missing); RecordError naming ``field`` when
+    it is missing, NaN or infinite."""
+    if value is None or not math.isfinite(value):
+        raise RecordError(f"{path}: {field}: must be a finite number, got {value!r}")
+    return value
 
 
-def _figures_per_process(record, path, processes):
-    """{(name, b): [µs per process]} of a spread record's ``figures_us``; RecordError naming the first bad one."""
-    table = record.get("figures_us")
+def _figures_per_process(record, path):
+    """{(name, b): [µs per process]} of a spread record that matches its schema: every shape lists one finite figure
+    per process; RecordError naming the first that does not."""
+    table, processes = record["figures_us"], len(record["processes"])
     per_shape = {}
     for name, b in SHAPES:
-        row = table.get(name, {}).get(str(b)) if isinstance(table, dict) and isinstance(table.get(name), dict) \
-            else None
-        if not (isinstance(row, list) and len(row) == processes and all(_time(f) for f in row)):
-            raise RecordError(path, f"figures_us.{name}.{b}", f"must list {processes} times > 0 in µs, one per "
-                              f"process, got {row!r}")
-        per_shape[name, b] = row
+        row = table.get(name, {}).get(str(b))
+        if row is None or len(row) != processes:
+            raise RecordError(f"{path}: figures_us.{name}.{b}: must list {processes} times in µs, one per process, "
+                              f"got {row!r}")
+        per_shape[name, b] = [_finite(f, path, f"figures_us.{name}.{b}.{i}") for i, f in enumerate(row)]
     return per_shape
 
 
 def read_spread(record, path):
     """(gpu, date, relative, shape) of a spread record: its widest process-to-process spread, which must be the one
-    its figures give; RecordError naming the first bad field."""
-    if not isinstance(record, dict):
-        raise RecordError(path, "(top level)", f"must be a JSON object, got {type(record).__name__}")
-    if record.get("schema") != SPREAD_SCHEMA:
-        raise RecordError(path, "schema", f"must be {SPREAD_SCHEMA!r}, got {record.get('schema')!r}")
-    gpu, date = _gpu_and_date(record, path)
-    processes = record.get("processes")
-    if not (isinstance(processes, list) and len(processes) >= 2):
-        raise RecordError(path, "processes", f"must list at least 2 processes, got {processes!r}")
-    widest = record.get("widest")
-    if not (isinstance(widest, dict) and _number(widest.get("relative")) and isinstance(widest.get("shape"), str)):
-        raise RecordError(path, "widest", f"must hold relative (a number >= 0) and shape, got {widest!r}")
-    relative, shape = spread(_figures_per_process(record, path, len(processes)))
+    its figures give; RecordError naming the first bad field (SPREAD_SCHEMA_FILE's rules first)."""
+    check(record, SPREAD_SCHEMA_FILE, path)
+    relative, shape = spread(_figures_per_process(record, path))
+    widest = record["widest"]
     if (widest["relative"], widest["shape"]) != (relative[shape], shape_label(*shape)):
-        raise RecordError(path, "widest", f"{widest!r} is not the widest spread of figures_us "
+        raise RecordError(f"{path}: widest: {widest!r} is not the widest spread of figures_us "
                           f"({shape_label(*shape)}, {relative[shape]!r})")
-    return gpu, date, widest["relative"], widest["shape"]
+    return record["provenance"]["gpu"], record["provenance"]["date"], widest["relative"], widest["shape"]
 
 
 def floor_of(spreads, gpu):
@@ -216,51 +212,28 @@ class Margin:
 
 def reference_and_margin(record, path, floor=NO_FLOOR):
     """({(name, b): reference µs}, Margin) of a record's section with ``floor``; RecordError naming the first bad
-    field."""
-    part = record.get(SECTION)
-    if not isinstance(part, dict):
-        raise RecordError(path, SECTION, f"must be an object, got {type(part).__name__}")
-    margin = part.get("margin")
-    if not _number(margin):
-        raise RecordError(path, f"{SECTION}.margin", f"must be a finite number >= 0, got {margin!r}")
+    field (SECTION_SCHEMA_FILE's rules first)."""
+    part = check(record, SECTION_SCHEMA_FILE, path)[SECTION]
+    margin = _finite(part["margin"], path, f"{SECTION}.margin")
     if "rounds_margin" in part:
-        rounds, rounds_from = part["rounds_margin"], f"{SECTION}.rounds_margin"
-        if not _number(rounds):
-            raise RecordError(path, f"{SECTION}.rounds_margin", f"must be a finite number >= 0, got {rounds!r}")
+        rounds_from = f"{SECTION}.rounds_margin"
+        rounds = _finite(part["rounds_margin"], path, rounds_from)
     else:
         rounds, rounds_from = margin, f"{SECTION}.margin, written before the floor"
-    table = part.get("reference_us")
-    if not isinstance(table, dict):
-        raise RecordError(path, f"{SECTION}.reference_us", f"must be an object, got {type(table).__name__}")
-    reference = {}
-    for name, b in SHAPES:
-        value = table.get(name, {}).get(str(b)) if isinstance(table.get(name), dict) else None
-        if not _time(value):
-            raise RecordError(path, f"{SECTION}.reference_us.{name}.{b}", f"must be a time > 0 in µs, got {value!r}")
-        reference[name, b] = value
+    reference = {(name, b): _finite(part["reference_us"].get(name, {}).get(str(b)), path,
+                                    f"{SECTION}.reference_us.{name}.{b}") for name, b in SHAPES}
     return reference, Margin(max(rounds, floor.margin), rounds, rounds_from, floor)
-
-
-def _gpu_and_date(record, path):
-    prov = record.get("provenance")
-    if not isinstance(prov, dict) or not isinstance(prov.get("gpu"), str):
-        raise RecordError(path, "provenance.gpu", "a speed record must name its GPU model")
-    if not isinstance(prov.get("date"), str):
-        raise RecordError(path, "provenance.date", "a speed record must hold its date")
-    return prov["gpu"], prov["date"]
 
 
 def pick(records, gpu):
     """(path, record) of the newest of ``records`` ([(path, dict)]) with a speed section that names ``gpu``, or
-    None; RecordError for a speed record without provenance."""
+    None; RecordError for a record PROVENANCE_SCHEMA_FILE refuses (not an object, or a speed record without its GPU
+    model and date)."""
     mine = []
     for path, record in records:
-        if not isinstance(record, dict):
-            raise RecordError(path, "(top level)", f"must be a JSON object, got {type(record).__name__}")
-        if SECTION in record:
-            made_on, date = _gpu_and_date(record, path)
-            if made_on == gpu:
-                mine.append((date, str(path), record))
+        check(record, PROVENANCE_SCHEMA_FILE, path)
+        if SECTION in record and record["provenance"]["gpu"] == gpu:
+            mine.append((record["provenance"]["date"], str(path), record))
     if not mine:
         return None
     date, path, record = max(mine)
