@@ -63,6 +63,9 @@ WARM_UP_COVERS = ("prepare's warm-up launches still reach every kernel of KERNEL
                   "as before")
 BARRIER_SIDE = ("which side of the weights the one barrier falls at rows = SCHEDULERS: the weights read only their "
                 "own warp's scores, and the metadata comes after the barrier either way")
+BARRIER_TWICE = ("rows is at most MAX_TOKENS, below BLOCK_THREADS, so the barrier before the weights now runs at "
+                 "every b: from SCHEDULERS + 1 rows a second barrier beside the one after them, which orders nothing "
+                 "the other does not and costs only time")
 GENERAL_PATH = ("tile 8 takes write_expert_metadata, the path exact at every tile, instead of write_route_metadata, "
                 "its faster form where every picked expert fills one CTA")
 IMMEDIATES = ("no immediate the kernel builds is negative, 0xFFFFFFFF or above it (one refused would fail its "
@@ -111,6 +114,7 @@ LISTED = {
     "routing.prepare.int_plus_one.1": WARM_UP_COVERS,
     "routing.prepare.int_plus_one.2": WARM_UP_COVERS,
     "routing.Routing.kernel.compare_boundary.8": BARRIER_SIDE,
+    "routing.Routing.kernel.constant_neighbour.10": BARRIER_TWICE,
     "routing.Routing.kernel.compare_boundary.9": GENERAL_PATH,
     **{f"primitives.Imm.__post_init__.{site}": IMMEDIATES for site in (
         "int_minus_one.0", "compare_boundary.1", "int_minus_one.1", "int_plus_one.1")},

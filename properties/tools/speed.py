@@ -49,11 +49,11 @@ ROUTING_FILE = "routing.py"
 
 def time_only():
     """The reasons of properties/mutants/equivalents.py that say a mutant changes only the time: every warp sent to
-    the exact rounds, another unroll factor, a barrier or wait moved, the general metadata path taken."""
+    the exact rounds, another unroll factor, a barrier or wait moved or doubled, the general metadata path taken."""
     from properties.mutants import equivalents as eq
 
     return (eq.EXACT_ALWAYS, eq.SPURIOUS_TIES, eq.UNROLL, eq.WARP_BARRIER_KEPT, eq.PICKS_BARRIER_KEPT,
-            eq.ZEROING_BARRIER_KEPT, eq.WAIT_KEPT, eq.BARRIER_SIDE, eq.GENERAL_PATH)
+            eq.ZEROING_BARRIER_KEPT, eq.WAIT_KEPT, eq.BARRIER_SIDE, eq.BARRIER_TWICE, eq.GENERAL_PATH)
 
 
 def time_only_mutants(names=()):
