@@ -29,13 +29,19 @@ _PYTEST_SUMMARY = re.compile(r"\b\d+ (passed|failed)\b")
 
 # What each record shows, by its path under properties/results/.
 WHAT = {
-    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench.json "
-        "BENCH_ARGS='--no-ncu --speed-rounds 2'`), on an H100 at 6583eb8 (idle): graphed, the kernel alone "
-        "1.15-1.18 us (1.0 us missed) and with metadata 1.27-1.83 us, 1.22-1.42x FlashInfer's metadata kernel with "
-        "PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in the PDL chain; eager route() 6.5-7.6 us alone and "
-        "7.5-8.7 us with metadata; the torch op's eager rows: with metadata 23-30 us, without it an error (torch "
-        "2.11's custom_op bug, since fixed by registering the op with torch.library.Library); its speed_check "
-        "section (2 rounds) the speed check's reference; its tables are below",
+    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=... BENCH_ARGS='--no-ncu --speed-rounds "
+        "2'`), on an H100 at 4baa4d8, run in the call right after a default gate: graphed, the kernel alone "
+        "1.15-1.18 us (1.0 us missed) and with metadata 1.26-1.83 us, 1.20-1.43x FlashInfer's metadata kernel with "
+        "PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in the PDL chain; eager route() 6.9-11.3 us alone and "
+        "7.9-13.1 us with metadata, the torch op (torch.library.Library) 10.7-17.8 us and 12.4-21.2 us; its "
+        "speed_check section (2 rounds) the speed check's reference; its tables are below",
+    "evidence.json": "the kernel's evidence record, PARTIAL: the refresh from the H100 record at ad3ddbd (which saved no "
+        "killing cases, so every detected mutant ran its tier again) on an H100 at 4baa4d8, two calls (519 s and "
+        "168 s) stopped at their time budget: 1,131 mutants at 727 sites, 876 decided (593 killed, 99 not viable, "
+        "57 crashed, 126 equivalent, 1 survived, since listed: a doubled barrier), 255 not run; `make evidence` "
+        "goes on from it",
+    "evidence-cases/": "the killing cases of the evidence record, one case file per mutant the differential tier "
+        "killed, each replayed alone by the next refresh",
     "bench-h200-8849ba8.json": "`make bench` on an H200 at 8849ba8 (load 11.6 at its start; no phase breakdown at "
         "this commit, so not the committed bench record): graphed, the kernel alone 1.03-1.09 us and with metadata "
         "1.20-1.76 us (1.29-1.45x FlashInfer's metadata kernel with PDL, b = 2 short of 1.3x); eager route() "
