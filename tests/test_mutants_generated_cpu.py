@@ -524,15 +524,18 @@ def test_the_prefilters_coverage_calls_each_variants_compile_as_its_signature_ta
 
 
 def test_the_harness_digest_follows_what_the_probes_import_not_whole_folders(tmp_path):
-    """A resumed run reuses each outcome while the harness digest holds: a file no probe imports, or the kernel
-    (each mutant's own digest), leaves it; a probe's module, an import of one, or the prefilter changes it."""
+    """A resumed run reuses each outcome while the harness digest holds: a file no probe imports, the kernel
+    (each mutant's own digest) or the list of equivalents (decided anew by each refresh) leaves it; a probe's
+    module, an import of one, the prefilter or the run itself changes it."""
     for name in ("common", "kernel", "oracles", "properties", "corpora"):
         shutil.copytree(REPO_ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("results", "__pycache__"))
     before = generated.harness_digest(tmp_path)
     (tmp_path / "oracles" / "helper_no_probe_imports.py").write_text("X = 1\n")
-    (tmp_path / "kernel" / "routing.py").write_text((tmp_path / "kernel" / "routing.py").read_text() + "\n# edit\n")
+    for edited in ("kernel/routing.py", "properties/mutants/equivalents.py"):
+        (tmp_path / edited).write_text((tmp_path / edited).read_text() + "\n# edit\n")
     assert generated.harness_digest(tmp_path) == before
-    for changed in ("properties/mutants/probe.py", "oracles/numpy_model/routing.py", "properties/mutants/prefilter.py"):
+    for changed in ("properties/mutants/probe.py", "oracles/numpy_model/routing.py", "properties/mutants/prefilter.py",
+                    "properties/mutants/generated.py"):
         path = tmp_path / changed
         original = path.read_text()
         path.write_text(original + "\n# changed\n")

@@ -70,12 +70,17 @@ signal.alarm({seconds})
 ENDED_BY_WATCHDOG = f"probe exit {-signal.SIGALRM};"  # how runner.run_probe reports a process SIGALRM ended
 
 
+EQUIVALENTS_FILE = Path(equivalents.__file__).relative_to(REPO_ROOT).as_posix()
+
+
 def harness_digest(root=REPO_ROOT):
     """sha256 of what decides a verdict besides the mutant's own kernel: the evidence record's inputs
     (freshness.py: every repository module the run, the prefilter and the probes import, followed through their
-    imports, and the data they read) but the kernel's files, and the packages' versions. A change anywhere else
-    keeps every outcome (properties/mutants/refresh.py's KEPT)."""
-    files = {path: sha for path, sha in freshness.inputs(Path(root)).items() if not path.startswith("kernel/")}
+    imports, and the data they read) but the kernel's files and the list of equivalents (no probe reads it; every
+    refresh decides the listed mutants anew), and the packages' versions. A change anywhere else keeps every
+    outcome (properties/mutants/refresh.py's KEPT), so listing an equivalent re-runs nothing."""
+    files = {path: sha for path, sha in freshness.inputs(Path(root)).items()
+             if not path.startswith("kernel/") and path != EQUIVALENTS_FILE}
     return hashlib.sha256(json.dumps([record()["packages"], sorted(files.items())]).encode()).hexdigest()
 
 
