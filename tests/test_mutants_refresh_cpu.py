@@ -145,6 +145,30 @@ def test_an_unchanged_tree_and_harness_keep_every_outcome_without_a_probe(tmp_pa
     assert [(r["verdict"], r["refresh"]["result"]) for r in second["mutants"]] == [("killed", "kept")] * 2
 
 
+def test_a_refresh_stopped_at_its_budget_goes_on_as_one_refresh_on_the_same_tree(tmp_path, monkeypatch):
+    stubs = Stubs(tmp_path, monkeypatch)
+    names = [m.name for m in _device_mutants()]
+    stubs.sweep_kills = dict.fromkeys(names, True)
+    _run(tmp_path / "first.json")
+    _edited_kernel(tmp_path, monkeypatch)
+    stubs.case_kills = dict.fromkeys(names, True)
+    stopped = _run(tmp_path / "stopped.json", tmp_path / "first.json")
+    stopped["stopped_at_time_budget"] = True
+    stopped["refresh"]["seconds"] = 100.0
+    (tmp_path / "stopped.json").write_text(json.dumps(stopped))
+    stubs.probes = []
+    resumed = _run(tmp_path / "resumed.json", tmp_path / "stopped.json")
+    assert stubs.probes == [], "the same tree: what the earlier call decided stands"
+    counts = resumed["refresh"]
+    assert counts["seed"]["record"] == str(tmp_path / "first.json"), "the refresh began from the record before it"
+    assert (counts["calls"], counts["confirmed_by_case"]) == (2, 2)
+    assert counts["seconds"] == round(100.0 + counts["call_seconds"], 1)
+
+    again = _run(tmp_path / "again.json", tmp_path / "resumed.json")
+    assert again["refresh"]["calls"] == 1 and again["refresh"]["results"] == {"kept": 2}, \
+        "a finished record seeds a new refresh"
+
+
 @pytest.mark.parametrize("same_site, reviewed, want", [
     (True, (), refresh.LISTED), (False, (), refresh.REVIEW), (False, ("x",), refresh.LISTED)])
 def test_a_listed_equivalent_whose_site_changed_needs_a_review(same_site, reviewed, want):

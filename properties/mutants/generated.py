@@ -173,8 +173,14 @@ class Run:
         self.lock = threading.Lock()
         previous = json.loads(Path(resume).read_text()) if resume else {"mutants": []}
         same_harness = previous.get("harness_digest") == self.harness
-        self.seed = {"record": str(resume), "commit": previous.get("provenance", {}).get("commit"),
-                     "seconds": previous.get("seconds")} if resume else None
+        # A seed stopped at its time budget on this same tree is this refresh's own earlier call: it goes on.
+        continuing = bool(previous.get("stopped_at_time_budget")) and previous.get("inputs") == self.inputs
+        earlier = (previous.get("refresh") or {}) if continuing else {}
+        self.earlier = ({"seconds": earlier.get("seconds", 0.0), "calls": earlier.get("calls", 1)} if continuing
+                        else None)
+        self.seed = earlier.get("seed") if continuing else {
+            "record": str(resume), "commit": previous.get("provenance", {}).get("commit"),
+            "seconds": previous.get("seconds")} if resume else None
         self.previous = {row["mutant"]: row for row in previous["mutants"]}
         self.rows = {}
         self.failures = []
@@ -198,6 +204,8 @@ class Run:
                                      "reason in properties/mutants/equivalents.py, then refresh again with --reviewed "
                                      f"{m.name}")
             row["refresh"] = {"action": action}
+            if action == refresh.KEPT and continuing and old.get("refresh"):  # what the earlier call did for it
+                row["refresh"] = {k: v for k, v in old["refresh"].items() if k != "result"}
             row["known_kill"] = old.get("killed_by") if old else None
             self.rows[m.name] = row
         self.real = {}
@@ -228,7 +236,7 @@ class Run:
                 "complete": complete, "selection": self.selection, "inputs": self.inputs,
                 "provenance": self.provenance, "host": self.host, "harness_digest": self.harness,
                 "kernel_digest": generate.digest(generate.sources_of(None, KERNEL_DIR)),
-                "seconds": seconds, "refresh": refresh_counts(rows, seconds, self.seed), "failures": self.failures,
+                "seconds": seconds, "refresh": refresh_counts(rows, seconds, self.seed, self.earlier), "failures": self.failures,
                 "hang_seconds": self.hang_s,
                 "stopped_at_time_budget": self.stopped,
                 "real": self.real, "score": score(rows),
@@ -556,16 +564,20 @@ def refresh_result(row):
     return "reprobed" if ran else "not run"
 
 
-def refresh_counts(rows, seconds, seed):
+def refresh_counts(rows, seconds, seed, earlier=None):
     """The refresh's wall time and counts: per action and result (refresh_result), the mutants the prefilter
-    compiled and their variants, the mutants equivalent by digest, and the record it started from."""
+    compiled and their variants, the mutants equivalent by digest, and the record it started from; a refresh that
+    goes on from its own ``earlier`` calls (stopped at their time budget) counts them in: their seconds, their
+    calls, and each row as the call that decided it."""
     results = {}
     for r in rows:
         results[r["refresh"]["result"]] = results.get(r["refresh"]["result"], 0) + 1
     actions = {}
     for r in rows:
         actions[r["refresh"]["action"]] = actions.get(r["refresh"]["action"], 0) + 1
-    return {"seconds": seconds, "seed": seed, "actions": actions, "results": results,
+    earlier = earlier or {"seconds": 0.0, "calls": 0}
+    return {"seconds": round(seconds + earlier["seconds"], 1), "calls": earlier["calls"] + 1, "call_seconds": seconds,
+            "seed": seed, "actions": actions, "results": results,
             "confirmed_by_case": results.get("by case", 0), "confirmed_by_tier": results.get("by its tier", 0),
             "reprobed": results.get("reprobed", 0),
             "recompiled": sum(bool(r["refresh"].get("compiled")) for r in rows),

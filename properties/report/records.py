@@ -287,10 +287,12 @@ def tiers_table(folder=RESULTS):
     if (folder / freshness.EVIDENCE.name).is_file():
         record = json.loads((folder / freshness.EVIDENCE.name).read_text())
         counts = record["refresh"]
+        calls = counts.get("calls", 1)
+        verdict = record["verdict"] + ("" if record.get("complete") else ", partial: stopped at its time budget")
         lines.append(f"| evidence refresh ({counts['confirmed_by_case']} re-confirmed by case, {counts['reprobed']} "
                      f"re-probed, {counts['recompiled']} recompiled, {counts['equivalent_by_digest']} equivalent by "
-                     f"digest) | `{freshness.EVIDENCE.name}` | {record['provenance'].get('gpu') or NOT_HELD} | "
-                     f"{record['verdict']} | {counts['seconds']} |")
+                     f"digest{f'; {calls} calls' if calls > 1 else ''}) | `{freshness.EVIDENCE.name}` | "
+                     f"{record['provenance'].get('gpu') or NOT_HELD} | {verdict} | {counts['seconds']} |")
     return "\n".join(lines)
 
 
