@@ -29,12 +29,18 @@ _PYTEST_SUMMARY = re.compile(r"\b\d+ (passed|failed)\b")
 
 # What each record shows, by its path under properties/results/.
 WHAT = {
-    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=... BENCH_ARGS='--no-ncu --speed-rounds "
-        "2'`), on an H100 at 4baa4d8, run in the call right after a default gate: graphed, the kernel alone "
-        "1.15-1.18 us (1.0 us missed) and with metadata 1.26-1.83 us, 1.20-1.43x FlashInfer's metadata kernel with "
-        "PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in the PDL chain; eager route() 6.9-11.3 us alone and "
-        "7.9-13.1 us with metadata, the torch op (torch.library.Library) 10.7-17.8 us and 12.4-21.2 us; its "
-        "speed_check section (2 rounds) the speed check's reference; its tables are below",
+    "bench.json": "the committed `make bench` record (`make bench BENCH_OUT=properties/results/bench.json "
+        "BENCH_ARGS='--no-ncu --speed-rounds 2'`), on an H100 at 6583eb8 (idle): graphed, the kernel alone "
+        "1.15-1.18 us (1.0 us missed) and with metadata 1.27-1.83 us, 1.22-1.42x FlashInfer's metadata kernel with "
+        "PDL (1.3x missed at b = 3 and 5), 1.41-1.66x in the PDL chain; eager route() 6.5-7.6 us alone and "
+        "7.5-8.7 us with metadata; the torch op's eager rows: with metadata 23-30 us, without it an error (torch "
+        "2.11's custom_op bug, fixed since: `op-bench-h100-4baa4d8.json`); its speed_check section (2 rounds) the "
+        "speed check's reference; its tables are below",
+    "op-bench-h100-4baa4d8.json": "`make bench` (`BENCH_ARGS='--no-ncu --speed-rounds 2'`) on an H100 at 4baa4d8, "
+        "in the call right after a default gate, kept for the torch op's eager rows (no breakdown at this commit, "
+        "so not the committed bench record): the op registered with torch.library.Library, eager 10.7-17.8 us "
+        "alone and 12.4-21.2 us with metadata, beside route()'s 6.9-11.3 and 7.9-13.1 us in the same run; "
+        "graphed as before (alone 1.15-1.18 us; with metadata 1.20x and 1.27x FlashInfer's at b = 3 and 5)",
     "evidence.json": "the kernel's evidence record, PARTIAL: the refresh from the H100 record at ad3ddbd (which saved no "
         "killing cases, so every detected mutant ran its tier again) on an H100 at 4baa4d8, two calls (519 s and "
         "168 s) stopped at their time budget: 1,131 mutants at 727 sites, 876 decided (593 killed, 99 not viable, "
