@@ -19,6 +19,12 @@ PACKAGES = ("numpy", "torch", "triton", "nvidia-cutlass-dsl", "apache-tvm-ffi", 
             "pytest", "pytest-xdist", "jsonschema")
 
 
+def shown(path):
+    """``path`` as records and lines name it: relative to the repository where it lies inside, else absolute."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
 @lru_cache(maxsize=None)
 def cuda_reason():
     """None when a CUDA device is usable, else why not."""

@@ -9,6 +9,7 @@ import tempfile
 
 import pytest
 
+from common.provenance import REPO_ROOT
 from kernel import routing
 from properties.bench import planted, results_file, speed_record
 from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES, VARIANTS, Outcome
@@ -285,8 +286,8 @@ def test_the_committed_spread_record_is_the_h100_logs_and_gives_the_h100_its_flo
     """The figures measured on an H100 at 6583eb8: the bench's 2 rounds and 5 later speed checks of the unchanged
     kernel against that bench record (its margin 0.54 % from the 2 rounds); the widest spread between processes,
     cute_meta b=3, is 4.97 % (1.601 to 1.684 µs, median 1.670), so the H100's floor is 9.95 %."""
-    (path, spread), = speed_record.read_records([speed_record.REPO / SPREAD])
-    assert path == SPREAD and speed_record.spread_paths() == [speed_record.REPO / SPREAD]
+    (path, spread), = speed_record.read_records([REPO_ROOT / SPREAD])
+    assert path == SPREAD and speed_record.spread_paths() == [REPO_ROOT / SPREAD]
     assert [p["kind"] for p in spread["processes"]] == [speed_record.BENCH_ROUND] * 2 + [speed_record.SPEED_CHECK] * 5
     assert spread["provenance"]["logs"] == ["bench/speed.log"] + [f"speed/speed{i}.log" for i in range(1, 5)]
     assert spread["figures_us"]["cute_meta"]["3"][2:] == [1.67, 1.671, 1.605, 1.601, 1.603]
@@ -309,7 +310,7 @@ def test_the_rule_passes_the_unchanged_kernels_logged_runs_and_fails_the_planted
     floor of the committed spread record: each of the 5 later speed checks of the unchanged kernel passes (it
     failed every one of them with the rounds' 0.54 % alone), and the planted slower kernel's figures fail on every
     shape."""
-    (path, spread), = speed_record.read_records([speed_record.REPO / SPREAD])
+    (path, spread), = speed_record.read_records([REPO_ROOT / SPREAD])
     processes = [_process(spread, i) for i in range(len(spread["processes"]))]
     rounds = [p for p, what in zip(processes, spread["processes"]) if what["kind"] == speed_record.BENCH_ROUND]
     checks = [p for p, what in zip(processes, spread["processes"]) if what["kind"] == speed_record.SPEED_CHECK]

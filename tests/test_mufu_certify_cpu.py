@@ -187,7 +187,7 @@ def test_without_a_record_the_sample_is_measured_as_before(folder):
     holds, line = recheck.check(H100, _stand_in(), per_table=512, seed=7)
     assert holds and "certif" not in line and "512 random entries" in line
     trusted, why = recheck.approx_trust(device=H100)["tanh_approx_f32"]
-    assert not trusted and f"no certification record {certification.shown(folder / RECORD)}" in why
+    assert not trusted and f"no certification record {provenance.shown(folder / RECORD)}" in why
 
 
 def test_a_record_is_found_by_its_cards_name_only(certified, folder):
@@ -237,12 +237,12 @@ def test_a_malformed_record_is_refused_in_one_line_naming_the_file_and_the_field
         with pytest.raises(ValueError) as caught:
             call()
         line = str(caught.value)
-        assert line.startswith(f"{certification.shown(folder / RECORD)}: {why}") and "\n" not in line
+        assert line.startswith(f"{provenance.shown(folder / RECORD)}: {why}") and "\n" not in line
 
 
 def test_a_record_that_is_not_json_is_refused_by_name(folder):
     (folder / RECORD).write_text("{")
-    with pytest.raises(ValueError, match=f"^{certification.shown(folder / RECORD)}: not JSON: "):
+    with pytest.raises(ValueError, match=f"^{provenance.shown(folder / RECORD)}: not JSON: "):
         recheck.check(H100, _refuse)
 
 

@@ -416,7 +416,7 @@ def certify_card(out):
     start = time.perf_counter()
     device = recheck.this_gpu()
     committed = tables.read_provenance()
-    print(f"certify-card: {certification.card_name(device)} -> {certification.shown(out)}", flush=True)
+    print(f"certify-card: {certification.card_name(device)} -> {provenance.shown(out)}", flush=True)
     measured = _measure_tables()
     seen, constants = _measure_specials()
     compared = certification.compare_tables(measured, tables.load()[0])

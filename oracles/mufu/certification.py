@@ -21,7 +21,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 
-from common.provenance import REPO_ROOT
+from common.provenance import shown
 from oracles.mufu import tables
 from oracles.mufu.baseline import TABLE_SIZE
 from oracles.mufu.proof import PROOF_INPUTS, model_source_sha256
@@ -51,12 +51,6 @@ def path_for(device, folder=None):
     characters as one dash>.json."""
     slug = re.sub(r"[^a-z0-9]+", "-", device["gpu"].lower()).strip("-")
     return (FOLDER if folder is None else Path(folder)) / f"{PREFIX}{slug}.json"
-
-
-def shown(path):
-    """``path`` as lines name it: relative to the repository where it lies inside."""
-    path = Path(path).resolve()
-    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 @lru_cache(maxsize=1)

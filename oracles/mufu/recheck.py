@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 
+from common import provenance
 from oracles.mufu import certification, tables
 from oracles.mufu.certification import card_name as _name
 from oracles.mufu.proof import APPROX_16, APPROX_F32, APPROX_SOURCES, PROOF_FILE, model_source_sha256
@@ -88,7 +89,7 @@ def approx_trust(record=None, device=None, source_sha256=None):
     if certification.card_of(record) != device:
         path, certified = certification.for_device(device)
         status, line = (certification.standing(certified, path, device) if certified is not None
-                        else (None, f"no certification record {certification.shown(path)}"))
+                        else (None, f"no certification record {provenance.shown(path)}"))
         if status == certification.CERTIFIED:
             proved_on, section = f"{_name(device)} ({path.name})", certified["proof"]["approximate_ops"]
         else:

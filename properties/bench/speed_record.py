@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernel.layout import MAX_TOKENS
+from common.provenance import REPO_ROOT, shown
 from common.records import RecordError, check
 
 SECTION = "speed_check"
@@ -45,8 +46,7 @@ VARIANTS = ("cute", "cute_meta")  # properties/bench/results_file.py's names of 
 SHAPES = tuple((name, b) for name in VARIANTS for b in range(1, MAX_TOKENS + 1))
 MARGIN_FACTOR = 2.0
 PASS, FAIL, NOT_CHECKED = "pass", "fail", "not checked"
-REPO = Path(__file__).resolve().parents[2]
-RESULTS_DIR = REPO / "properties" / "results"
+RESULTS_DIR = REPO_ROOT / "properties" / "results"
 SPREAD_GLOB = "speed-spread-*.json"
 SPREAD_SCHEMA = "kernel.speed-spread/1"
 SPREAD_SCHEMA_FILE = Path(__file__).with_name("speed-spread.schema.json")  # what the check reads of a spread record
@@ -172,12 +172,6 @@ def floor_of(spreads, gpu):
 def spread_paths(folder=RESULTS_DIR):
     """The committed spread records: every ``SPREAD_GLOB`` file of properties/results/, sorted."""
     return sorted(Path(folder).glob(SPREAD_GLOB))
-
-
-def shown(path):
-    """``path`` as a record names it: relative to the repository where it lies in it."""
-    path = Path(path).resolve()
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def read_records(paths, shown=shown):

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from common import interrupts
-from common.provenance import REPO_ROOT, cuda_reason, host, record, utc_now
+from common.provenance import REPO_ROOT, cuda_reason, host, record, shown, utc_now
 from properties.mutants import equivalents, freshness, generate, probe, refresh, runner
 from properties.mutants.catalog import CONTRACT_CPU, CONTRACT_GPU, DIFFERENTIAL, KERNEL_DIR, STATIC
 
@@ -175,12 +175,14 @@ class Run:
         same_harness = previous.get("harness_digest") == self.harness
         # A seed stopped at its time budget on this same tree is this refresh's own earlier call: it goes on.
         continuing = bool(previous.get("stopped_at_time_budget")) and previous.get("inputs") == self.inputs
-        earlier = (previous.get("refresh") or {}) if continuing else {}
-        self.earlier = ({"seconds": earlier.get("seconds", 0.0), "calls": earlier.get("calls", 1)} if continuing
-                        else None)
-        self.seed = earlier.get("seed") if continuing else {
-            "record": str(resume), "commit": previous.get("provenance", {}).get("commit"),
-            "seconds": previous.get("seconds")} if resume else None
+        earlier = previous.get("refresh") or {}
+        self.earlier, self.seed = None, None
+        if continuing:
+            self.earlier = {"seconds": earlier.get("seconds", 0.0), "calls": earlier.get("calls", 1)}
+            self.seed = earlier.get("seed")
+        elif resume:
+            self.seed = {"record": str(resume), "commit": previous.get("provenance", {}).get("commit"),
+                         "seconds": previous.get("seconds")}
         self.previous = {row["mutant"]: row for row in previous["mutants"]}
         self.rows = {}
         self.failures = []
@@ -506,8 +508,7 @@ class Run:
         target = folder / f"{mutant.name}.json"
         if Path(case).resolve() != target.resolve():
             shutil.copyfile(case, target)
-        target = target.resolve()
-        return str(target.relative_to(REPO_ROOT)) if target.is_relative_to(REPO_ROOT) else str(target)
+        return shown(target)
 
     def _run(self, mutant, tier, args, seconds):
         """One tier on the mutant in a process the watchdog ends after ``seconds``; its outcome (a dict)."""

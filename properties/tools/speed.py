@@ -35,9 +35,9 @@ from pathlib import Path
 from common import args as types
 from common import interrupts
 from common.args import OneLineParser
-from common.provenance import REPO_ROOT, cuda_reason
+from common.provenance import REPO_ROOT, cuda_reason, shown
 from properties.bench import speed_record
-from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES, read_records, shown
+from properties.bench.speed_record import FAIL, NOT_CHECKED, PASS, SHAPES, read_records
 
 RECORDS_DIR = REPO_ROOT / "properties" / "results"
 RECORDS_GLOB = "bench*.json"
