@@ -149,12 +149,11 @@ WHAT = {
         "tier PASS in 118 s wall, 435 GPU checks named as not run; the evidence part reports that no evidence record "
         "exists yet (`make evidence` needs a GPU; no GPU was lent) and, on a CPU, does not fail the gate; `bash .ci/run` "
         "in a fresh clone at the same code passed in 584 s (wheel check, make test, 86 of 86 harness mutants killed)",
-    "verify-h100-a654f68.json": "the default gate at the final commit on a freshly started H100 (load 0.15): PASS, "
-        "65.7 s gate wall (74.4 s with the report; 90 s asked, on an H200), 14 workers, 1,780 passed, 0 GPU checks "
-        "not run, the kill table fresh (`kill-table.json`, made at ad3ddbd); made on the tree committed as a654f68 "
-        "(its provenance names ad3ddbd with uncommitted changes, the device checkout's git state; the tree's own "
-        "kill table and its 1,780 tests are a654f68's)",
-    "verify-h100-a654f68.log": "the log of `verify-h100-a654f68.json`, with the 40 slowest tests",
+    "verify-h100-4baa4d8.json": "`VERIFY_REQUIRE_GPU=1 make verify` on an H100 at 4baa4d8 (torch 2.11): FAIL, 110 s "
+        "to the verdict, 1,971 passed, 2 failed, 7 named skips, 0 GPU checks not run; the 2 failures were the results "
+        "index meeting the evidence record the same call had just written, uncommitted (described since), and the "
+        "evidence part failed on that record, not PASS; all 63 torch-op tests passed (21 in the GPU tier: opcheck "
+        "for b = 1..8 with and without metadata, fullgraph compile, CUDA graphs)",
     "verify-deep-h100-ad3ddbd.json": "`make verify-deep` on an H100 at ad3ddbd after a default gate, the generated "
         "mutants and the bench (load 1.1): PASS, 419 s wall (405 s the gate's own; one 10-minute call), 379 passed, "
         "0 GPU checks not run; its kill table PASS, 79 of 79 mutants killed in 219 s (`kill-table.json`)",
